@@ -1,0 +1,44 @@
+//! Errors that several modules raise, worded once. Each has its own SQLSTATE: a Rust panic would
+//! surface as XX000 (internal error), which is for bugs only.
+
+use pgrx::pg_sys::panic::ErrorReport;
+use pgrx::prelude::*;
+
+/// Raises an ERROR with a SQLSTATE, and optionally a DETAIL and a HINT.
+#[cold]
+#[track_caller]
+pub fn raise(code: PgSqlErrorCode, message: String, detail: Option<String>, hint: Option<&str>) -> ! {
+    let mut report = ErrorReport::new(code, message, "pg_idgen");
+    if let Some(detail) = detail {
+        report = report.set_detail(detail);
+    }
+    if let Some(hint) = hint {
+        report = report.set_hint(hint);
+    }
+    report.report(PgLogLevel::ERROR);
+    unreachable!("an ERROR report does not return")
+}
+
+/// Generators need the node id; there is deliberately no default two servers could share.
+#[cold]
+pub fn node_id_unset() -> ! {
+    raise(
+        PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+        "pg_idgen.node_id is not set".into(),
+        Some("Snowflake ids carry the id of the node that made them; without one, two servers could make the same id.".into()),
+        Some("Set pg_idgen.node_id in postgresql.conf to a number unique to this server and restart it."),
+    )
+}
+
+/// Like nextval(): a standby cannot hand out ids, its primary may be handing out the same ones.
+#[inline]
+pub fn refuse_during_recovery(function: &str) {
+    if unsafe { pgrx::pg_sys::RecoveryInProgress() } {
+        raise(
+            PgSqlErrorCode::ERRCODE_READ_ONLY_SQL_TRANSACTION,
+            format!("cannot execute {function} during recovery"),
+            None,
+            Some("Generate ids on the primary server."),
+        )
+    }
+}

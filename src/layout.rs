@@ -1,0 +1,193 @@
+//! The bit layout of a snowflake id: `0 | time | node | sequence`, most significant first.
+//!
+//! Pure arithmetic, no PostgreSQL calls: the generator and every decoder share it, so an id is
+//! always taken apart exactly the way it was put together.
+
+use std::fmt;
+
+/// Named layouts. The bits and unit of each can be overridden one by one in the settings.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Preset {
+    /// 41 bits of milliseconds, 10 node bits, 12 sequence bits: 69 years, 4,096,000 ids/s per node.
+    Twitter,
+    /// 39 bits of 10 ms, 16 node bits, 8 sequence bits: 174 years, 25,600 ids/s per node.
+    Sonyflake,
+    /// 28 bits of seconds, 22 node bits, 13 sequence bits: 8.5 years, 8,192 ids/s per node.
+    Uidgen,
+}
+
+impl Preset {
+    pub fn from_name(name: &str) -> Option<Preset> {
+        match name.to_ascii_lowercase().as_str() {
+            "twitter" => Some(Preset::Twitter),
+            "sonyflake" => Some(Preset::Sonyflake),
+            "uidgen" => Some(Preset::Uidgen),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Preset::Twitter => "twitter",
+            Preset::Sonyflake => "sonyflake",
+            Preset::Uidgen => "uidgen",
+        }
+    }
+
+    /// The preset's bits and unit, with the Unix epoch as a placeholder epoch.
+    pub fn layout(self) -> Layout {
+        let (time_bits, node_bits, sequence_bits, unit_ms) = match self {
+            Preset::Twitter => (41, 10, 12, 1),
+            Preset::Sonyflake => (39, 16, 8, 10),
+            Preset::Uidgen => (28, 22, 13, 1000),
+        };
+        Layout { preset: self, time_bits, node_bits, sequence_bits, unit_ms, epoch_us: 0 }
+    }
+}
+
+/// Why a layout was refused; the text is shown to the user as the error's DETAIL.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LayoutError {
+    TimeBits(u32),
+    NodeBits(u32),
+    SequenceBits(u32),
+    TimeUnit(u64),
+    Sum(u32),
+    EpochInFuture,
+    TimeBitsExhausted,
+}
+
+impl fmt::Display for LayoutError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LayoutError::TimeBits(v) => write!(f, "time bits must be between 16 and 62, not {v}."),
+            LayoutError::NodeBits(v) => write!(f, "node bits must be between 0 and 31, not {v}."),
+            LayoutError::SequenceBits(v) => write!(f, "sequence bits must be between 1 and 31, not {v}."),
+            LayoutError::TimeUnit(v) => write!(f, "the time unit must be between 1 ms and 1 day, not {v} ms."),
+            LayoutError::Sum(v) => write!(f, "time, node and sequence bits must add up to 63, not {v}."),
+            LayoutError::EpochInFuture => write!(f, "the epoch must not be in the future."),
+            LayoutError::TimeBitsExhausted => {
+                write!(f, "the time bits of this layout have already run out for this epoch; pick a later epoch.")
+            }
+        }
+    }
+}
+
+const MAX_UNIT_MS: u64 = 86_400_000;
+
+/// A validated layout.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Layout {
+    pub preset: Preset,
+    pub time_bits: u32,
+    pub node_bits: u32,
+    pub sequence_bits: u32,
+    /// Length of one time tick in milliseconds.
+    pub unit_ms: u64,
+    /// Time zero, microseconds since the Unix epoch.
+    pub epoch_us: i64,
+}
+
+/// The parts of a snowflake id.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Parts {
+    pub tick: u64,
+    pub node_id: u64,
+    pub sequence: u64,
+}
+
+impl Layout {
+    /// Checks the bits and the unit, that the epoch has begun and that the time bits still have room.
+    pub fn new(
+        preset: Preset,
+        time_bits: u32,
+        node_bits: u32,
+        sequence_bits: u32,
+        unit_ms: u64,
+        epoch_us: i64,
+    ) -> Result<Layout, LayoutError> {
+        if !(16..=62).contains(&time_bits) {
+            return Err(LayoutError::TimeBits(time_bits));
+        }
+        if node_bits > 31 {
+            return Err(LayoutError::NodeBits(node_bits));
+        }
+        if !(1..=31).contains(&sequence_bits) {
+            return Err(LayoutError::SequenceBits(sequence_bits));
+        }
+        if !(1..=MAX_UNIT_MS).contains(&unit_ms) {
+            return Err(LayoutError::TimeUnit(unit_ms));
+        }
+        let sum = time_bits + node_bits + sequence_bits;
+        if sum != 63 {
+            return Err(LayoutError::Sum(sum));
+        }
+        let layout = Layout { preset, time_bits, node_bits, sequence_bits, unit_ms, epoch_us };
+        let now_us = crate::clock::wall_unix_micros();
+        if epoch_us > now_us {
+            return Err(LayoutError::EpochInFuture);
+        }
+        if layout.tick_at(now_us).is_none() {
+            return Err(LayoutError::TimeBitsExhausted);
+        }
+        Ok(layout)
+    }
+
+    pub fn unit_us(&self) -> i64 {
+        self.unit_ms as i64 * 1000
+    }
+
+    pub fn max_node_id(&self) -> u64 {
+        (1u64 << self.node_bits) - 1
+    }
+
+    pub fn max_tick(&self) -> u64 {
+        (1u64 << self.time_bits) - 1
+    }
+
+    pub fn max_sequence(&self) -> u64 {
+        (1u64 << self.sequence_bits) - 1
+    }
+
+    /// The tick of a Unix time, or None before the epoch or after the time bits run out.
+    /// Rounds down: every instant inside a tick belongs to it.
+    pub fn tick_at(&self, unix_us: i64) -> Option<u64> {
+        let since_epoch = unix_us.checked_sub(self.epoch_us)?;
+        if since_epoch < 0 {
+            return None;
+        }
+        let tick = (since_epoch / self.unit_us()) as u64;
+        (tick <= self.max_tick()).then_some(tick)
+    }
+
+    /// The Unix time (microseconds) at which a tick begins.
+    pub fn tick_start_us(&self, tick: u64) -> i64 {
+        self.epoch_us + tick as i64 * self.unit_us()
+    }
+
+    /// The first instant (Unix microseconds) that no longer fits in the time bits.
+    pub fn end_of_time_us(&self) -> i64 {
+        self.tick_start_us(self.max_tick()).saturating_add(self.unit_us())
+    }
+
+    /// Ids per second one node can make at most: the sequence space of one tick, per second.
+    pub fn ids_per_second_cap(&self) -> u64 {
+        (self.max_sequence() + 1) * 1000 / self.unit_ms
+    }
+
+    pub fn compose(&self, parts: Parts) -> i64 {
+        debug_assert!(parts.tick <= self.max_tick() && parts.node_id <= self.max_node_id());
+        ((parts.tick << (self.node_bits + self.sequence_bits)) | (parts.node_id << self.sequence_bits) | parts.sequence)
+            as i64
+    }
+
+    /// Takes an id apart. The caller rejects negative ids: they are never made.
+    pub fn decompose(&self, id: i64) -> Parts {
+        let id = id as u64;
+        Parts {
+            tick: id >> (self.node_bits + self.sequence_bits),
+            node_id: (id >> self.sequence_bits) & self.max_node_id(),
+            sequence: id & self.max_sequence(),
+        }
+    }
+}

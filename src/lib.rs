@@ -1,0 +1,43 @@
+//! pg_idgen: unique ids made inside PostgreSQL. This file only wires the modules together.
+
+use pgrx::prelude::*;
+
+mod clock;
+mod decode;
+mod errors;
+mod layout;
+mod record;
+mod settings;
+mod shmem;
+mod snowflake;
+mod status;
+
+::pgrx::pg_module_magic!();
+
+// Hand-written SQL: record-returning functions and their row types, run before pgrx's own.
+pgrx::extension_sql_file!("../sql/bootstrap.sql", name = "bootstrap", bootstrap);
+// Comments on every function, once they all exist.
+pgrx::extension_sql_file!("../sql/comments.sql", name = "comments", finalize);
+
+#[pg_guard]
+pub extern "C-unwind" fn _PG_init() {
+    let preloading = unsafe { pgrx::pg_sys::process_shared_preload_libraries_in_progress };
+    settings::declare(preloading);
+    if preloading {
+        shmem::install_hooks();
+    }
+}
+
+#[cfg(any(test, feature = "pg_test"))]
+#[pg_schema]
+mod tests;
+
+/// Used by `cargo pgrx test`: the test cluster preloads the library and has a node id.
+#[cfg(test)]
+pub mod pg_test {
+    pub fn setup(_options: Vec<&str>) {}
+
+    pub fn postgresql_conf_options() -> Vec<&'static str> {
+        vec!["shared_preload_libraries = 'pg_idgen'", "pg_idgen.node_id = 7"]
+    }
+}

@@ -1,0 +1,59 @@
+//! Functions that return one row with named columns (`OUT` parameters in their SQL definition).
+//!
+//! Why not pgrx's `TableIterator`: that makes a set-returning function, and a set-returning
+//! decoder silently drops rows whose id is NULL from `SELECT id, (id_decode(id)).ts FROM t`.
+//! These are plain C functions declared in `sql/`, and they take their row type from the call.
+
+use pgrx::pg_sys;
+use pgrx::prelude::*;
+
+/// Declares `PG_FUNCTION_INFO_V1(name)` for functions written as
+/// `unsafe extern "C-unwind" fn name(fcinfo) -> Datum` and declared in hand-written SQL:
+/// `function_info_v1!(pg_finfo_name)`.
+macro_rules! function_info_v1 {
+    ($($finfo:ident),+ $(,)?) => {
+        $(
+            #[unsafe(no_mangle)]
+            #[doc(hidden)]
+            pub extern "C" fn $finfo() -> &'static ::pgrx::pg_sys::Pg_finfo_record {
+                const V1: ::pgrx::pg_sys::Pg_finfo_record = ::pgrx::pg_sys::Pg_finfo_record { api_version: 1 };
+                &V1
+            }
+        )+
+    };
+}
+pub(crate) use function_info_v1;
+
+/// Builds the function's result row from `values` (None = NULL), in column order.
+///
+/// # Safety
+/// `fcinfo` is the call's own, and the function is declared in SQL with as many OUT columns as
+/// `values` has, of the types the datums are.
+pub unsafe fn return_row(fcinfo: pg_sys::FunctionCallInfo, values: &[Option<pg_sys::Datum>]) -> pg_sys::Datum {
+    unsafe {
+        let mut tupdesc: pg_sys::TupleDesc = std::ptr::null_mut();
+        if pg_sys::get_call_result_type(fcinfo, std::ptr::null_mut(), &mut tupdesc) != pg_sys::TypeFuncClass::TYPEFUNC_COMPOSITE {
+            crate::errors::raise(
+                PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
+                "function returning a record called in a context that cannot accept it".into(),
+                None,
+                None,
+            );
+        }
+        let tupdesc = pg_sys::BlessTupleDesc(tupdesc);
+        assert_eq!((*tupdesc).natts as usize, values.len(), "SQL declaration and Rust disagree on the columns");
+        let mut datums: Vec<pg_sys::Datum> = values.iter().map(|v| v.unwrap_or(pg_sys::Datum::from(0))).collect();
+        let mut nulls: Vec<bool> = values.iter().map(Option::is_none).collect();
+        let tuple = pg_sys::heap_form_tuple(tupdesc, datums.as_mut_ptr(), nulls.as_mut_ptr());
+        pg_sys::HeapTupleHeaderGetDatum((*tuple).t_data)
+    }
+}
+
+/// Argument `n` of a strict function as a Rust value (never NULL: strict functions are not
+/// called with NULL arguments).
+///
+/// # Safety
+/// The argument has the SQL type that `T` stands for.
+pub unsafe fn arg<T: FromDatum>(fcinfo: pg_sys::FunctionCallInfo, n: usize) -> T {
+    unsafe { pgrx::fcinfo::pg_getarg::<T>(fcinfo, n) }.expect("strict function called with a NULL argument")
+}

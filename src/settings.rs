@@ -1,0 +1,268 @@
+//! `pg_idgen.*` settings: declared in `_PG_init`, read and validated once at postmaster start.
+//!
+//! Every setting is postmaster-level: ids made under one layout must decode under the same one,
+//! so nothing here may change while the server runs. When the library is preloaded, an invalid
+//! value stops the server with a FATAL message that names the setting. When it is not preloaded
+//! (only decoders can run then), the same checks raise an ERROR on first use instead.
+
+use std::ffi::{CStr, CString};
+use std::sync::OnceLock;
+
+use pgrx::datum::TimestampWithTimeZone;
+use pgrx::guc::{GucContext, GucFlags, GucRegistry, GucSetting};
+use pgrx::pg_sys;
+use pgrx::pg_sys::panic::ErrorReport;
+use pgrx::prelude::*;
+
+use crate::layout::{Layout, LayoutError, Preset};
+
+/// "-1" for the bit and unit settings: take the value from `pg_idgen.layout`.
+const FROM_PRESET: i32 = -1;
+/// "-1" for `pg_idgen.node_id`: no node id configured; generators refuse to run.
+const NODE_ID_UNSET: i32 = -1;
+
+static NODE_ID: GucSetting<i32> = GucSetting::<i32>::new(NODE_ID_UNSET);
+static EPOCH: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(Some(c"2025-01-01 00:00:00+00"));
+static LAYOUT: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(Some(c"twitter"));
+static TIME_BITS: GucSetting<i32> = GucSetting::<i32>::new(FROM_PRESET);
+static NODE_BITS: GucSetting<i32> = GucSetting::<i32>::new(FROM_PRESET);
+static SEQUENCE_BITS: GucSetting<i32> = GucSetting::<i32>::new(FROM_PRESET);
+static TIME_UNIT: GucSetting<i32> = GucSetting::<i32>::new(FROM_PRESET);
+static MAX_CLOCK_BORROW: GucSetting<i32> = GucSetting::<i32>::new(1000);
+static MAX_CLOCK_WAIT: GucSetting<i32> = GucSetting::<i32>::new(1000);
+
+/// The integer settings, with the raw text that postgresql.conf gave them (see `declare`).
+struct IntSetting {
+    name: &'static CStr,
+    setting: &'static GucSetting<i32>,
+    short: &'static CStr,
+    flags: GucFlags,
+}
+
+const INT_SETTINGS: [IntSetting; 7] = [
+    IntSetting {
+        name: c"pg_idgen.node_id",
+        setting: &NODE_ID,
+        short: c"Node id written into every snowflake id (0 .. 2^node_bits - 1; -1 = unset).",
+        flags: GucFlags::empty(),
+    },
+    IntSetting {
+        name: c"pg_idgen.time_bits",
+        setting: &TIME_BITS,
+        short: c"Bits of time in a snowflake id (-1 = from pg_idgen.layout).",
+        flags: GucFlags::empty(),
+    },
+    IntSetting {
+        name: c"pg_idgen.node_bits",
+        setting: &NODE_BITS,
+        short: c"Bits of node id in a snowflake id (-1 = from pg_idgen.layout).",
+        flags: GucFlags::empty(),
+    },
+    IntSetting {
+        name: c"pg_idgen.sequence_bits",
+        setting: &SEQUENCE_BITS,
+        short: c"Bits of per-tick sequence in a snowflake id (-1 = from pg_idgen.layout).",
+        flags: GucFlags::empty(),
+    },
+    IntSetting {
+        name: c"pg_idgen.time_unit",
+        setting: &TIME_UNIT,
+        short: c"Length of one snowflake time tick (-1 = from pg_idgen.layout).",
+        flags: GucFlags::UNIT_MS,
+    },
+    IntSetting {
+        name: c"pg_idgen.max_clock_borrow",
+        setting: &MAX_CLOCK_BORROW,
+        short: c"How far snowflake ids may run ahead of the wall clock before calls wait.",
+        flags: GucFlags::UNIT_MS,
+    },
+    IntSetting {
+        name: c"pg_idgen.max_clock_wait",
+        setting: &MAX_CLOCK_WAIT,
+        short: c"How long a snowflake call may wait for the clock before it raises an error.",
+        flags: GucFlags::UNIT_MS,
+    },
+];
+
+/// The validated configuration every module reads. Fixed for the life of the server.
+#[derive(Clone, Copy, Debug)]
+pub struct Config {
+    pub layout: Layout,
+    pub node_id: Option<u32>,
+    pub max_clock_borrow_ms: u64,
+    pub max_clock_wait_ms: u64,
+}
+
+static CONFIG: OnceLock<Config> = OnceLock::new();
+
+/// Declares the settings. Called from `_PG_init`, preloaded or not.
+pub fn declare(preloading: bool) {
+    // Why read the raw text first: for a custom setting that postgresql.conf set before the
+    // library loaded, PostgreSQL only WARNs about a value it cannot parse and keeps the default.
+    // A mistyped node id must stop the server instead, so the raw text is checked below.
+    let raw_values: Vec<Option<String>> = INT_SETTINGS.iter().map(|s| raw_setting(s.name)).collect();
+
+    for s in &INT_SETTINGS {
+        // Why the full i32 range: range checks happen in `load`, where they can be fatal.
+        GucRegistry::define_int_guc(s.name, s.short, c"", s.setting, i32::MIN, i32::MAX, GucContext::Postmaster, s.flags);
+    }
+    GucRegistry::define_string_guc(
+        c"pg_idgen.epoch",
+        c"Time zero of snowflake ids (a timestamptz, not in the future).",
+        c"",
+        &EPOCH,
+        GucContext::Postmaster,
+        GucFlags::default(),
+    );
+    GucRegistry::define_string_guc(
+        c"pg_idgen.layout",
+        c"Snowflake layout preset: twitter (41/10/12, 1 ms), sonyflake (39/16/8, 10 ms), uidgen (28/22/13, 1 s).",
+        c"",
+        &LAYOUT,
+        GucContext::Postmaster,
+        GucFlags::default(),
+    );
+    unsafe { pg_sys::MarkGUCPrefixReserved(c"pg_idgen".as_ptr()) };
+
+    if preloading {
+        for (s, raw) in INT_SETTINGS.iter().zip(&raw_values) {
+            if let Some(raw) = raw {
+                require_integer(s.name, raw, s.flags);
+            }
+        }
+        let config = load(PgLogLevel::FATAL);
+        log_start_line(&config);
+        let _ = CONFIG.set(config);
+    }
+}
+
+/// The server's configuration. In a backend of a preloaded server this was fixed at start;
+/// otherwise it is read now, and an invalid setting raises an ERROR.
+pub fn config() -> &'static Config {
+    CONFIG.get_or_init(|| load(PgLogLevel::ERROR))
+}
+
+fn raw_setting(name: &CStr) -> Option<String> {
+    let value = unsafe { pg_sys::GetConfigOption(name.as_ptr(), true, false) };
+    if value.is_null() {
+        None
+    } else {
+        Some(unsafe { CStr::from_ptr(value) }.to_string_lossy().into_owned())
+    }
+}
+
+fn require_integer(name: &CStr, raw: &str, flags: GucFlags) {
+    let text = CString::new(raw).unwrap_or_default();
+    let mut parsed = 0i32;
+    let ok = unsafe { pg_sys::parse_int(text.as_ptr(), &mut parsed, flags.bits(), std::ptr::null_mut()) };
+    if !ok {
+        invalid(PgLogLevel::FATAL, name, raw, "It must be an integer.");
+    }
+}
+
+/// Reports an invalid setting at `level` (FATAL at server start, ERROR later).
+fn invalid(level: PgLogLevel, name: &CStr, value: &str, detail: &str) -> ! {
+    let name = name.to_string_lossy();
+    ErrorReport::new(
+        PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+        format!("invalid value for parameter \"{name}\": \"{value}\""),
+        "pg_idgen::settings",
+    )
+    .set_detail(detail)
+    .set_hint(format!("Correct {name} in postgresql.conf and start the server again."))
+    .report(level);
+    unreachable!("an ERROR or FATAL report does not return")
+}
+
+fn load(level: PgLogLevel) -> Config {
+    let preset_text = string_value(&LAYOUT, "twitter");
+    let Some(preset) = Preset::from_name(&preset_text) else {
+        invalid(level, c"pg_idgen.layout", &preset_text, "Known layouts are twitter, sonyflake and uidgen.")
+    };
+    let pick = |setting: &GucSetting<i32>, from_preset: u32| match setting.get() {
+        FROM_PRESET => Ok(from_preset),
+        v => u32::try_from(v).map_err(|_| v),
+    };
+    let base = preset.layout();
+    let bits = [
+        (c"pg_idgen.time_bits", pick(&TIME_BITS, base.time_bits)),
+        (c"pg_idgen.node_bits", pick(&NODE_BITS, base.node_bits)),
+        (c"pg_idgen.sequence_bits", pick(&SEQUENCE_BITS, base.sequence_bits)),
+        (c"pg_idgen.time_unit", pick(&TIME_UNIT, base.unit_ms as u32)),
+    ];
+    let mut values = [0u32; 4];
+    for (i, (name, value)) in bits.iter().enumerate() {
+        match value {
+            Ok(v) => values[i] = *v,
+            Err(v) => invalid(level, name, &v.to_string(), "It must be -1 (from pg_idgen.layout) or not negative."),
+        }
+    }
+    let epoch_text = string_value(&EPOCH, "2025-01-01 00:00:00+00");
+    let epoch_us = parse_epoch(level, &epoch_text);
+    let layout = match Layout::new(preset, values[0], values[1], values[2], values[3] as u64, epoch_us) {
+        Ok(layout) => layout,
+        Err(e) => {
+            let (name, value) = match e {
+                LayoutError::TimeBits(_) => (c"pg_idgen.time_bits", values[0].to_string()),
+                LayoutError::NodeBits(_) => (c"pg_idgen.node_bits", values[1].to_string()),
+                LayoutError::SequenceBits(_) => (c"pg_idgen.sequence_bits", values[2].to_string()),
+                LayoutError::TimeUnit(_) => (c"pg_idgen.time_unit", values[3].to_string()),
+                LayoutError::Sum(_) => (c"pg_idgen.layout", format!("{}/{}/{}", values[0], values[1], values[2])),
+                LayoutError::EpochInFuture | LayoutError::TimeBitsExhausted => (c"pg_idgen.epoch", epoch_text.clone()),
+            };
+            invalid(level, name, &value, &e.to_string())
+        }
+    };
+
+    let node_id = match NODE_ID.get() {
+        NODE_ID_UNSET => None,
+        v if v >= 0 && (v as u64) <= layout.max_node_id() => Some(v as u32),
+        v => invalid(
+            level,
+            c"pg_idgen.node_id",
+            &v.to_string(),
+            &format!("With {} node bits it must be between 0 and {} (or -1, unset).", layout.node_bits, layout.max_node_id()),
+        ),
+    };
+    let non_negative = |name: &CStr, setting: &GucSetting<i32>| match setting.get() {
+        v if v >= 0 => v as u64,
+        v => invalid(level, name, &v.to_string(), "It must not be negative."),
+    };
+    Config {
+        layout,
+        node_id,
+        max_clock_borrow_ms: non_negative(c"pg_idgen.max_clock_borrow", &MAX_CLOCK_BORROW),
+        max_clock_wait_ms: non_negative(c"pg_idgen.max_clock_wait", &MAX_CLOCK_WAIT),
+    }
+}
+
+fn string_value(setting: &GucSetting<Option<CString>>, default: &str) -> String {
+    setting.get().map(|s| s.to_string_lossy().trim().to_string()).unwrap_or_else(|| default.to_string())
+}
+
+/// Parses the epoch with PostgreSQL's own timestamptz input, so any spelling psql accepts works.
+fn parse_epoch(level: PgLogLevel, text: &str) -> i64 {
+    let parsed = PgTryBuilder::new(|| text.parse::<TimestampWithTimeZone>().ok())
+        .catch_others(|_| None)
+        .execute();
+    match parsed {
+        Some(ts) if ts.is_finite() => crate::clock::pg_to_unix_micros(ts.into_inner()),
+        _ => invalid(level, c"pg_idgen.epoch", text, "It must be a finite timestamp with time zone."),
+    }
+}
+
+fn log_start_line(config: &Config) {
+    let layout = &config.layout;
+    let node = config.node_id.map_or("unset".to_string(), |n| n.to_string());
+    pgrx::log!(
+        "pg_idgen: snowflake layout {}/{}/{} ({}), {} ms per tick, epoch {}, node id {}; the time bits last until {}",
+        layout.time_bits,
+        layout.node_bits,
+        layout.sequence_bits,
+        layout.preset.name(),
+        layout.unit_ms,
+        crate::clock::format_unix_micros(layout.epoch_us),
+        node,
+        crate::clock::format_unix_micros(layout.end_of_time_us()),
+    );
+}

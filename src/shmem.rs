@@ -1,0 +1,105 @@
+//! The extension's shared memory: one struct, requested at postmaster start and attached by
+//! every backend (the pattern of contrib/pg_stat_statements).
+//!
+//! Only atomics live here; each generator owns its fields and touches them lock-free.
+
+use std::sync::atomic::{AtomicI64, AtomicU64};
+
+use pgrx::pg_sys;
+use pgrx::prelude::*;
+
+/// Keeps a hot atomic on a cache line of its own, so that generators do not slow each other
+/// down by writing neighbouring fields.
+#[repr(C, align(64))]
+#[derive(Default)]
+pub struct CacheLine<T>(pub T);
+
+impl<T> std::ops::Deref for CacheLine<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
+#[repr(C)]
+#[derive(Default)]
+pub struct SharedState {
+    /// Snowflake: `tick << sequence_bits | sequence` of the last id handed out (node bits left out,
+    /// they are constant). Moves only forward, by compare-and-swap.
+    pub snowflake_last: CacheLine<AtomicU64>,
+    /// The clock watch: the latest wall-clock reading any backend made (Unix µs).
+    pub wall_seen_us: CacheLine<AtomicI64>,
+    /// How many times the wall clock was seen to step backwards, and the largest step (µs).
+    pub clock_backward_events: AtomicU64,
+    pub clock_backward_max_us: AtomicU64,
+}
+
+/// Set in the postmaster by the startup hook; backends inherit it through fork.
+static mut SHARED: *const SharedState = std::ptr::null();
+static mut PREV_SHMEM_REQUEST_HOOK: pg_sys::shmem_request_hook_type = None;
+static mut PREV_SHMEM_STARTUP_HOOK: pg_sys::shmem_startup_hook_type = None;
+
+/// Installs the hooks that request and create the shared state. Called from `_PG_init` only when
+/// the library is being preloaded: shared memory cannot be added later.
+pub fn install_hooks() {
+    unsafe {
+        PREV_SHMEM_REQUEST_HOOK = pg_sys::shmem_request_hook;
+        pg_sys::shmem_request_hook = Some(request_shared_memory);
+        PREV_SHMEM_STARTUP_HOOK = pg_sys::shmem_startup_hook;
+        pg_sys::shmem_startup_hook = Some(attach_shared_memory);
+    }
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn request_shared_memory() {
+    unsafe {
+        if let Some(prev) = PREV_SHMEM_REQUEST_HOOK {
+            prev();
+        }
+        pg_sys::RequestAddinShmemSpace(std::mem::size_of::<SharedState>());
+    }
+}
+
+/// Runs in the postmaster at start and again after every crash-restart, which wipes shared
+/// memory: the state is then built anew (ids stay unique: the clock has moved on).
+#[pg_guard]
+unsafe extern "C-unwind" fn attach_shared_memory() {
+    unsafe {
+        if let Some(prev) = PREV_SHMEM_STARTUP_HOOK {
+            prev();
+        }
+        let lock = &raw mut (*pg_sys::MainLWLockArray.add(ADDIN_SHMEM_INIT_LOCK)).lock;
+        pg_sys::LWLockAcquire(lock, pg_sys::LWLockMode::LW_EXCLUSIVE);
+        let mut found = false;
+        let state = pg_sys::ShmemInitStruct(c"pg_idgen".as_ptr(), std::mem::size_of::<SharedState>(), &mut found)
+            .cast::<SharedState>();
+        if !found {
+            state.write(SharedState::default());
+        }
+        SHARED = state;
+        pg_sys::LWLockRelease(lock);
+    }
+}
+
+/// `AddinShmemInitLock` is a C macro: slot 21 of the main LWLock array in PostgreSQL 15.
+const ADDIN_SHMEM_INIT_LOCK: usize = 21;
+
+/// The shared state, or an ERROR that says how to fix a missing `shared_preload_libraries`.
+#[inline]
+pub fn shared() -> &'static SharedState {
+    let state = unsafe { SHARED };
+    if state.is_null() {
+        not_preloaded();
+    }
+    unsafe { &*state }
+}
+
+#[cold]
+fn not_preloaded() -> ! {
+    crate::errors::raise(
+        PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+        "pg_idgen must be loaded via shared_preload_libraries to generate ids".into(),
+        None,
+        Some("Add pg_idgen to shared_preload_libraries in postgresql.conf and restart the server."),
+    )
+}
