@@ -14,7 +14,7 @@ say() { printf '\n==> %s\n' "$*" >&2; }
 
 # Installs what is missing, and nothing that is already there.
 ensure_tools() {
-    local packages=(postgresql-15 postgresql-server-dev-15 postgresql-contrib-15 libclang-dev clang sudo faketime)
+    local packages=(postgresql-15 postgresql-server-dev-15 libclang-dev clang sudo faketime)
     local missing=()
     for p in "${packages[@]}"; do
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")

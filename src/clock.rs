@@ -6,13 +6,13 @@ use pgrx::datum::TimestampWithTimeZone;
 const PG_EPOCH_OFFSET_US: i64 = 946_684_800_000_000;
 
 /// The wall clock (`CLOCK_REALTIME`), in microseconds since the Unix epoch. It can step backwards.
+/// Read with libc directly: `SystemTime` adds a checked subtraction, and pgrx's `pg_sys` wrappers
+/// a `sigsetjmp`, to a call that sits on the hot path of every generator.
 #[inline]
 pub fn wall_unix_micros() -> i64 {
-    let now = std::time::SystemTime::now();
-    match now.duration_since(std::time::UNIX_EPOCH) {
-        Ok(d) => d.as_micros() as i64,
-        Err(before) => -(before.duration().as_micros() as i64),
-    }
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
+    ts.tv_sec * 1_000_000 + ts.tv_nsec / 1000
 }
 
 pub fn pg_to_unix_micros(pg_us: i64) -> i64 {

@@ -30,9 +30,17 @@ pub fn node_id_unset() -> ! {
     )
 }
 
+thread_local! {
+    /// Once out of recovery, a backend never goes back into it (PostgreSQL caches this the same way).
+    static RECOVERY_OVER: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
 /// Like nextval(): a standby cannot hand out ids, its primary may be handing out the same ones.
 #[inline]
 pub fn refuse_during_recovery(function: &str) {
+    if RECOVERY_OVER.get() {
+        return;
+    }
     if unsafe { pgrx::pg_sys::RecoveryInProgress() } {
         raise(
             PgSqlErrorCode::ERRCODE_READ_ONLY_SQL_TRANSACTION,
@@ -41,4 +49,5 @@ pub fn refuse_during_recovery(function: &str) {
             Some("Generate ids on the primary server."),
         )
     }
+    RECOVERY_OVER.set(true);
 }

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# The benchmark: one backend, N calls of each generator, against nextval() and gen_random_uuid()
+# measured in the same run. Prints each function's best time, calls/s, cost per call above the
+# empty generate_series baseline, and the ratios the project's targets are stated in.
+#   ./dev bench            (N=5000000, 3 interleaved rounds)
+#   N=1000000 ROUNDS=1 ./dev bench
+cd "$(dirname "$0")/.."
+source scripts/lib.sh
+
+N=${N:-5000000}
+ROUNDS=${ROUNDS:-3}
+PORT=54330
+install_extension
+trap 'cluster_remove bench' EXIT
+
+# measure TITLE EXPRS-ARRAY CONF-LINE...: a fresh cluster per configuration.
+measure() {
+    local title=$1 exprs=$2
+    shift 2
+    cluster_remove bench
+    cluster_start bench $PORT "shared_preload_libraries = 'pg_idgen'" "$@"
+    say "$title"
+    PGOPTIONS="-c bench.n=$N -c bench.rounds=$ROUNDS" cluster_psql bench -v n="$N" -v exprs="$exprs" -f scripts/bench.sql |
+        tee "$WORK_ROOT/bench-last.txt"
+    cluster_stop bench
+}
+
+# column VALUE-OF FUNCTION COLUMN-NUMBER from the last table printed.
+column() { awk -F'|' -v f="$1" -v c="$2" '{gsub(/^ +| +$/, "", $1)} $1 == f {gsub(/ /, "", $c); print $c}' "$WORK_ROOT/bench-last.txt"; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f%%", 100 * a / b }'; }
+
+# 1. Cost per call. A layout whose cap (262,144,000 ids/s) is far above what one backend can
+#    call, so the generator never waits for the clock and only its own cost shows.
+measure "cost per call, snowflake layout 41/4/18 (cap far above the call rate), N=$N" \
+    "{g,snowflake_next(),\"nextval('bench_seq')\",gen_random_uuid()}" \
+    "pg_idgen.node_id = 1" "pg_idgen.node_bits = 4" "pg_idgen.sequence_bits = 18"
+snow=$(column 'snowflake_next()' 4)
+seq=$(column "nextval('bench_seq')" 4)
+uuid=$(column 'gen_random_uuid()' 4)
+raw_rate=$(column 'snowflake_next()' 3)
+echo "snowflake_next() cost above baseline: $(ratio "$snow" "$seq") of nextval()'s, $(ratio "$snow" "$uuid") of gen_random_uuid()'s (target: <= 25% of nextval()'s)"
+
+# 2. Sustained rate with the default layout (twitter 41/10/12: 4,096 ids per ms, 4,096,000 ids/s).
+#    max_clock_borrow = 0 so the run cannot finish early on time borrowed from the future.
+measure "sustained rate, default layout (twitter, cap 4,096,000 ids/s), no clock borrowing, N=$N" \
+    '{g,snowflake_next()}' \
+    "pg_idgen.node_id = 1" "pg_idgen.max_clock_borrow = 0"
+rate=$(column 'snowflake_next()' 3)
+echo "snowflake_next() sustained $rate ids/s = $(ratio "$rate" 4096000) of the layout's cap (target: >= 95%);" \
+     "the same backend calls it $raw_rate times/s when the cap is out of the way"

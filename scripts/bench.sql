@@ -1,0 +1,41 @@
+-- One benchmark round set, run by scripts/bench.sh in a throwaway cluster.
+-- psql variables: n (calls per measurement), rounds, exprs (a SQL array literal of expressions).
+-- Each expression is timed `rounds` times, interleaved, inside one backend; the best time counts
+-- (the machine is shared, so the best run is the one least disturbed by others).
+\set QUIET on
+CREATE EXTENSION IF NOT EXISTS pg_idgen;
+CREATE SEQUENCE IF NOT EXISTS bench_seq;
+CREATE OR REPLACE FUNCTION bench_seconds(expr text, n int) RETURNS float8
+LANGUAGE plpgsql AS $$
+DECLARE
+    started timestamptz := clock_timestamp();
+BEGIN
+    -- generate_series in the select list streams its rows (ProjectSet); in FROM it would first
+    -- materialise all n of them, and the generator's share of the time would be understated.
+    EXECUTE format('SELECT count(%s) FROM (SELECT generate_series(1, %s) AS g) AS s', expr, n);
+    RETURN extract(epoch FROM clock_timestamp() - started);
+END $$;
+CREATE TEMP TABLE timing (expr text, seconds float8);
+SELECT set_config('bench.exprs', :'exprs', false) AS exprs \gset
+DO $$
+DECLARE
+    e text;
+BEGIN
+    FOR r IN 1 .. current_setting('bench.rounds')::int LOOP
+        FOREACH e IN ARRAY current_setting('bench.exprs')::text[] LOOP
+            INSERT INTO timing VALUES (e, bench_seconds(e, current_setting('bench.n')::int));
+        END LOOP;
+    END LOOP;
+END $$;
+\set QUIET off
+WITH best AS (
+    SELECT expr, min(seconds) AS seconds FROM timing GROUP BY expr
+), base AS (
+    SELECT seconds FROM best WHERE expr = 'g'
+)
+SELECT CASE best.expr WHEN 'g' THEN '(empty baseline)' ELSE best.expr END AS "function",
+       round(best.seconds::numeric, 3) AS best_s,
+       round(:n / best.seconds) AS calls_per_s,
+       round(((best.seconds - base.seconds) * 1e9 / :n)::numeric, 1) AS ns_above_baseline
+  FROM best, base
+ ORDER BY best.seconds;
