@@ -84,3 +84,39 @@ fn snowflake_min_id(ts: TimestampWithTimeZone) -> i64 {
     };
     layout.compose(Parts { tick, node_id: 0, sequence: 0 })
 }
+
+#[cfg(any(test, feature = "pg_test"))]
+#[pgrx::pg_schema]
+mod tests {
+    // The test cluster preloads pg_idgen with node id 7 and the default twitter layout (lib.rs).
+    use pgrx::prelude::*;
+
+    #[pg_test]
+    fn decoded_time_is_the_time_of_generation() {
+        let close = Spi::get_one::<bool>(
+            "SELECT abs(extract(epoch FROM snowflake_timestamp(snowflake_next()) - clock_timestamp())) < 1",
+        )
+        .unwrap();
+        assert_eq!(close, Some(true));
+    }
+
+    #[pg_test]
+    fn min_id_of_a_time_is_below_every_later_id_and_above_every_earlier_one() {
+        let row = Spi::get_two::<bool, bool>(
+            "WITH t AS (SELECT clock_timestamp() AS at)
+             SELECT snowflake_next() >= snowflake_min_id(at),
+                    snowflake_min_id(at - interval '1 ms') < snowflake_min_id(at)
+               FROM t",
+        )
+        .unwrap();
+        assert_eq!(row, (Some(true), Some(true)));
+        let exact = Spi::get_one::<i64>("SELECT snowflake_min_id('2025-01-01 00:00:00.005+00')").unwrap();
+        assert_eq!(exact, Some(5 << 22), "5 ms after the default epoch, node 0, sequence 0");
+    }
+
+    #[pg_test]
+    #[should_panic(expected = "is not a snowflake id")]
+    fn negative_ids_are_not_decoded() {
+        Spi::run("SELECT id_decode(-1)").unwrap();
+    }
+}

@@ -193,3 +193,68 @@ impl Layout {
         }
     }
 }
+
+#[cfg(any(test, feature = "pg_test"))]
+#[pgrx::pg_schema]
+mod tests {
+    // The test cluster preloads pg_idgen with node id 7 and the default twitter layout (lib.rs).
+    use pgrx::prelude::*;
+
+    use crate::layout::{Layout, LayoutError, Parts, Preset};
+
+    fn twitter() -> Layout {
+        Layout::new(Preset::Twitter, 41, 10, 12, 1, 0).expect("twitter layout is valid")
+    }
+
+    #[pg_test]
+    fn compose_then_decompose_gives_the_parts_back() {
+        let layout = twitter();
+        let parts = Parts { tick: layout.max_tick(), node_id: layout.max_node_id(), sequence: layout.max_sequence() };
+        let id = layout.compose(parts);
+        assert_eq!(id, i64::MAX, "all parts at their maximum fill all 63 bits");
+        assert_eq!(layout.decompose(id), parts);
+        let parts = Parts { tick: 123_456_789, node_id: 513, sequence: 4000 };
+        assert_eq!(layout.decompose(layout.compose(parts)), parts);
+    }
+
+    #[pg_test]
+    fn presets_have_the_documented_bits_and_caps() {
+        let twitter = Preset::Twitter.layout();
+        assert_eq!((twitter.time_bits, twitter.node_bits, twitter.sequence_bits, twitter.unit_ms), (41, 10, 12, 1));
+        assert_eq!(twitter.ids_per_second_cap(), 4_096_000);
+        let sonyflake = Preset::Sonyflake.layout();
+        assert_eq!((sonyflake.time_bits, sonyflake.node_bits, sonyflake.sequence_bits, sonyflake.unit_ms), (39, 16, 8, 10));
+        assert_eq!(sonyflake.ids_per_second_cap(), 25_600);
+        let uidgen = Preset::Uidgen.layout();
+        assert_eq!((uidgen.time_bits, uidgen.node_bits, uidgen.sequence_bits, uidgen.unit_ms), (28, 22, 13, 1000));
+        assert_eq!(uidgen.ids_per_second_cap(), 8_192);
+        assert_eq!(Preset::from_name("SonyFlake"), Some(Preset::Sonyflake));
+        assert_eq!(Preset::from_name("leaf"), None);
+    }
+
+    #[pg_test]
+    fn invalid_layouts_are_refused_with_the_reason() {
+        assert_eq!(Layout::new(Preset::Twitter, 41, 10, 11, 1, 0), Err(LayoutError::Sum(62)));
+        assert_eq!(Layout::new(Preset::Twitter, 15, 20, 28, 1, 0), Err(LayoutError::TimeBits(15)));
+        assert_eq!(Layout::new(Preset::Twitter, 30, 32, 1, 1, 0), Err(LayoutError::NodeBits(32)));
+        assert_eq!(Layout::new(Preset::Twitter, 41, 22, 0, 1, 0), Err(LayoutError::SequenceBits(0)));
+        assert_eq!(Layout::new(Preset::Twitter, 41, 10, 12, 0, 0), Err(LayoutError::TimeUnit(0)));
+        let next_year_us = crate::clock::wall_unix_micros() + 366 * 86_400 * 1_000_000;
+        assert_eq!(Layout::new(Preset::Twitter, 41, 10, 12, 1, next_year_us), Err(LayoutError::EpochInFuture));
+        // 16 bits of 1 ms from 1970 ran out in 1970.
+        assert_eq!(Layout::new(Preset::Twitter, 16, 16, 31, 1, 0), Err(LayoutError::TimeBitsExhausted));
+    }
+
+    #[pg_test]
+    fn ticks_round_down_and_stop_at_the_layout_bounds() {
+        let layout = Layout { epoch_us: 1_000_000, ..twitter() };
+        assert_eq!(layout.tick_at(999_999), None, "before the epoch");
+        assert_eq!(layout.tick_at(1_000_000), Some(0));
+        assert_eq!(layout.tick_at(1_000_999), Some(0), "inside the first millisecond");
+        assert_eq!(layout.tick_at(1_001_000), Some(1));
+        assert_eq!(layout.tick_at(layout.end_of_time_us() - 1), Some(layout.max_tick()));
+        assert_eq!(layout.tick_at(layout.end_of_time_us()), None, "the time bits have run out");
+        let seconds = Layout { unit_ms: 1000, ..layout };
+        assert_eq!(seconds.tick_at(1_000_000 + 2_999_999), Some(2));
+    }
+}

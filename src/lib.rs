@@ -28,10 +28,6 @@ pub extern "C-unwind" fn _PG_init() {
     }
 }
 
-#[cfg(any(test, feature = "pg_test"))]
-#[pg_schema]
-mod tests;
-
 /// Used by `cargo pgrx test`: the test cluster preloads the library and has a node id.
 #[cfg(test)]
 pub mod pg_test {

@@ -139,3 +139,20 @@ fn start_offset(layout: &Layout) -> u64 {
     }
     RNG.with(|rng| rng.borrow_mut().get_or_insert_with(SmallRng::from_entropy).gen_range(0..bound))
 }
+
+#[cfg(any(test, feature = "pg_test"))]
+#[pgrx::pg_schema]
+mod tests {
+    // The test cluster preloads pg_idgen with node id 7 and the default twitter layout (lib.rs).
+    use pgrx::prelude::*;
+
+    #[pg_test]
+    fn snowflake_next_increases_and_carries_this_node() {
+        let ids: Vec<i64> = (0..10_000)
+            .map(|_| Spi::get_one::<i64>("SELECT snowflake_next()").unwrap().unwrap())
+            .collect();
+        assert!(ids.windows(2).all(|w| w[0] < w[1]), "ids of one backend strictly increase");
+        let node = Spi::get_one::<i32>(&format!("SELECT (id_decode({})).node_id", ids[0])).unwrap();
+        assert_eq!(node, Some(7));
+    }
+}

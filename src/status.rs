@@ -49,3 +49,19 @@ pub unsafe extern "C-unwind" fn pg_idgen_status(fcinfo: pg_sys::FunctionCallInfo
     ];
     unsafe { record::return_row(fcinfo, &values) }
 }
+
+#[cfg(any(test, feature = "pg_test"))]
+#[pgrx::pg_schema]
+mod tests {
+    // The test cluster preloads pg_idgen with node id 7 and the default twitter layout (lib.rs).
+    use pgrx::prelude::*;
+
+    #[pg_test]
+    fn status_reports_the_configuration() {
+        let row = Spi::get_three::<i32, String, i64>(
+            "SELECT node_id, layout, ids_per_second_cap FROM pg_idgen_status()",
+        )
+        .unwrap();
+        assert_eq!(row, (Some(7), Some("twitter 41/10/12".to_string()), Some(4_096_000)));
+    }
+}
