@@ -102,16 +102,20 @@ pub fn declare(preloading: bool) {
     // A mistyped node id must stop the server instead, so the raw text is checked below.
     let raw_values: Vec<Option<String>> = INT_SETTINGS.iter().map(|s| raw_setting(s.name)).collect();
 
+    // Why not always Postmaster: PostgreSQL refuses (FATAL) to create postmaster-level settings
+    // after start, which is when a library that is not preloaded gets loaded. Then only the
+    // decoders can run, and they read the settings once per session.
+    let context = || if preloading { GucContext::Postmaster } else { GucContext::Sighup };
     for s in &INT_SETTINGS {
         // Why the full i32 range: range checks happen in `load`, where they can be fatal.
-        GucRegistry::define_int_guc(s.name, s.short, c"", s.setting, i32::MIN, i32::MAX, GucContext::Postmaster, s.flags);
+        GucRegistry::define_int_guc(s.name, s.short, c"", s.setting, i32::MIN, i32::MAX, context(), s.flags);
     }
     GucRegistry::define_string_guc(
         c"pg_idgen.epoch",
         c"Time zero of snowflake ids (a timestamptz, not in the future).",
         c"",
         &EPOCH,
-        GucContext::Postmaster,
+        context(),
         GucFlags::default(),
     );
     GucRegistry::define_string_guc(
@@ -119,7 +123,7 @@ pub fn declare(preloading: bool) {
         c"Snowflake layout preset: twitter (41/10/12, 1 ms), sonyflake (39/16/8, 10 ms), uidgen (28/22/13, 1 s).",
         c"",
         &LAYOUT,
-        GucContext::Postmaster,
+        context(),
         GucFlags::default(),
     );
     unsafe { pg_sys::MarkGUCPrefixReserved(c"pg_idgen".as_ptr()) };

@@ -1,0 +1,13 @@
+-- The library is not in shared_preload_libraries: CREATE EXTENSION worked (setup), the pure
+-- decoders work, and every generator raises an ERROR that says how to fix it.
+SET timezone = 'UTC';
+SET datestyle = 'ISO, YMD';
+SET intervalstyle = 'postgres';
+
+SELECT snowflake_next();
+SELECT sqlstate_of('SELECT snowflake_next()');
+SELECT * FROM pg_idgen_status();
+
+SELECT * FROM id_decode(4194324522);
+SELECT snowflake_timestamp(4194324522);
+SELECT snowflake_min_id('2025-01-01 00:00:01+00');

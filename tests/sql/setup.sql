@@ -1,0 +1,21 @@
+-- Every phase starts here: the extension installs, and each of its functions has a comment.
+CREATE EXTENSION pg_idgen;
+SET timezone = 'UTC';
+SET datestyle = 'ISO, YMD';
+SET intervalstyle = 'postgres';
+
+SELECT p.oid::regprocedure AS function, obj_description(p.oid, 'pg_proc') IS NOT NULL AS has_comment
+  FROM pg_depend AS d
+  JOIN pg_proc AS p ON p.oid = d.objid AND d.classid = 'pg_proc'::regclass
+ WHERE d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'pg_idgen')
+ ORDER BY 1::text;
+
+-- The SQLSTATE a statement fails with, for tests of error paths.
+CREATE FUNCTION sqlstate_of(statement text) RETURNS text
+LANGUAGE plpgsql AS $$
+BEGIN
+    EXECUTE statement;
+    RETURN 'no error';
+EXCEPTION WHEN OTHERS THEN
+    RETURN SQLSTATE;
+END $$;

@@ -1,0 +1,30 @@
+-- snowflake_next(): the server runs with pg_idgen.node_id = 7 and the default twitter layout.
+SET timezone = 'UTC';
+SET datestyle = 'ISO, YMD';
+SET intervalstyle = 'postgres';
+
+-- The everyday use: a primary key that fills itself.
+CREATE TABLE orders (
+    id       bigint PRIMARY KEY DEFAULT snowflake_next(),
+    customer text NOT NULL
+);
+INSERT INTO orders (customer) SELECT 'customer ' || g FROM generate_series(1, 10000) AS g;
+SELECT count(*) AS rows, count(DISTINCT id) AS distinct_ids FROM orders;
+
+-- Every id carries this server's node id and the time it was made.
+SELECT DISTINCT (id_decode(id)).node_id FROM orders;
+SELECT bool_and(snowflake_timestamp(id) BETWEEN now() - interval '1 minute' AND clock_timestamp())
+       AS made_during_this_test
+  FROM orders;
+
+-- Ids of one statement strictly increase in the order they were made.
+SELECT bool_and(id > previous) AS strictly_increasing
+  FROM (SELECT id, lag(id) OVER (ORDER BY n) AS previous
+          FROM (SELECT n, snowflake_next() AS id FROM generate_series(1, 20000) AS n) AS made) AS pairs;
+
+-- And the next statement's ids are greater still.
+SELECT snowflake_next() > (SELECT max(id) FROM orders) AS later_is_greater;
+
+-- Volatile (a new value each call) and parallel safe (the state is in shared memory).
+SELECT proname, provolatile, proparallel, prorettype::regtype
+  FROM pg_proc WHERE proname = 'snowflake_next';
