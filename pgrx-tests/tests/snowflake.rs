@@ -1,0 +1,201 @@
+//! System tests of snowflake ids: real clusters, concurrent clients, settings checked at start.
+
+use std::thread;
+
+use pg_idgen_system_tests::{sqlstate, started_cluster, Cluster};
+
+const CLIENTS: i32 = 4;
+const IDS_PER_CLIENT: i32 = 250_000;
+const BATCH: i32 = 10_000;
+
+/// Claim: 4 clients taking 250,000 ids each at full speed, half through INSERT … SELECT and half
+/// fetched by the client, never see a duplicate; each client's ids strictly increase; every id
+/// carries the node id and a time within 1 s of when it was made.
+#[test]
+fn concurrent_clients_never_get_a_duplicate() {
+    let cluster = started_cluster("concurrent", 54340, &["pg_idgen.node_id = 7"]);
+    cluster
+        .connect()
+        .batch_execute("CREATE TABLE ids (client int, n int, id bigint, made_at timestamptz)")
+        .unwrap();
+
+    let workers: Vec<_> = (0..CLIENTS)
+        .map(|client| {
+            let mut db = cluster.connect();
+            thread::spawn(move || {
+                let mut previous = i64::MIN;
+                for start in (0..IDS_PER_CLIENT).step_by(BATCH as usize) {
+                    if (start / BATCH) % 2 == 0 {
+                        // Made and stored inside the server.
+                        db.execute(
+                            "INSERT INTO ids SELECT $1, n, snowflake_next(), clock_timestamp()
+                               FROM generate_series($2::int, $2::int + $3::int - 1) AS n",
+                            &[&client, &start, &BATCH],
+                        )
+                        .unwrap();
+                        previous = i64::MIN; // the window check below covers these batches
+                    } else {
+                        // Fetched by the client, checked in arrival order, then stored.
+                        let rows = db
+                            .query("SELECT snowflake_next(), clock_timestamp()::text FROM generate_series(1, $1::int)", &[&BATCH])
+                            .unwrap();
+                        let ids: Vec<i64> = rows.iter().map(|r| r.get(0)).collect();
+                        let made: Vec<String> = rows.iter().map(|r| r.get(1)).collect();
+                        for &id in &ids {
+                            assert!(id > previous, "client {client}: id {id} after {previous}");
+                            previous = id;
+                        }
+                        db.execute(
+                            "INSERT INTO ids SELECT $1, $2::int + o::int - 1, id, made::timestamptz
+                               FROM unnest($3::bigint[], $4::text[]) WITH ORDINALITY AS u(id, made, o)",
+                            &[&client, &start, &ids, &made],
+                        )
+                        .unwrap();
+                    }
+                }
+            })
+        })
+        .collect();
+    for worker in workers {
+        worker.join().expect("client thread");
+    }
+
+    let mut db = cluster.connect();
+    let row = db.query_one("SELECT count(*), count(DISTINCT id) FROM ids", &[]).unwrap();
+    let (total, distinct): (i64, i64) = (row.get(0), row.get(1));
+    assert_eq!(total, (CLIENTS * IDS_PER_CLIENT) as i64);
+    assert_eq!(distinct, total, "every id is distinct");
+
+    let not_increasing: i64 = db
+        .query_one(
+            "SELECT count(*) FROM (SELECT id, lag(id) OVER (PARTITION BY client ORDER BY n) AS previous FROM ids) AS p
+              WHERE id <= previous",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(not_increasing, 0, "each client's ids strictly increase");
+
+    let other_nodes: i64 = db.query_one("SELECT count(*) FROM ids WHERE (id_decode(id)).node_id <> 7", &[]).unwrap().get(0);
+    assert_eq!(other_nodes, 0, "every id carries node id 7");
+
+    let off_time: i64 = db
+        .query_one("SELECT count(*) FROM ids WHERE abs(extract(epoch FROM (id_decode(id)).ts - made_at)) >= 1", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(off_time, 0, "every id's time is within 1 s of when it was made");
+}
+
+/// Claim: ids made slowly (about 1 ms apart, so nearly every one starts a new tick) spread
+/// evenly over `id % 16`: no shard gets more than 1.5x or less than 0.5x its share.
+#[test]
+fn slowly_made_ids_spread_evenly_over_shards() {
+    let cluster = started_cluster("spread", 54341, &["pg_idgen.node_id = 3"]);
+    let mut db = cluster.connect();
+    db.batch_execute(
+        "CREATE TABLE slow (id bigint);
+         DO $$ BEGIN
+             FOR i IN 1 .. 4096 LOOP
+                 INSERT INTO slow VALUES (snowflake_next());
+                 PERFORM pg_sleep(0.001);
+             END LOOP;
+         END $$;",
+    )
+    .unwrap();
+    let rows = db.query("SELECT id % 16, count(*) FROM slow GROUP BY 1 ORDER BY 1", &[]).unwrap();
+    let counts: Vec<i64> = rows.iter().map(|r| r.get(1)).collect();
+    let mean = 4096.0 / 16.0;
+    assert_eq!(counts.len(), 16, "every shard gets ids: {counts:?}");
+    for (shard, &count) in counts.iter().enumerate() {
+        assert!(
+            (count as f64) <= 1.5 * mean && (count as f64) >= 0.5 * mean,
+            "shard {shard} got {count} of 4096 ids (mean {mean}): {counts:?}"
+        );
+    }
+    let distinct_ticks: i64 = db
+        .query_one("SELECT count(DISTINCT (id_decode(id)).ts) FROM slow", &[])
+        .unwrap()
+        .get(0);
+    assert!(distinct_ticks > 2048, "the ids were made in many different ticks ({distinct_ticks})");
+}
+
+/// Claim: an invalid setting stops the server at start, with a message that names the setting.
+#[test]
+fn invalid_settings_stop_the_server_and_name_the_setting() {
+    let cluster = Cluster::init("settings", 54342);
+    let cases: &[(&[&str], &str)] = &[
+        (&["pg_idgen.node_id = 1024"], "invalid value for parameter \"pg_idgen.node_id\": \"1024\""),
+        (&["pg_idgen.node_id = 'seven'"], "invalid value for parameter \"pg_idgen.node_id\": \"seven\""),
+        (&["pg_idgen.node_id = -2"], "invalid value for parameter \"pg_idgen.node_id\""),
+        (&["pg_idgen.layout = 'leaf'"], "invalid value for parameter \"pg_idgen.layout\": \"leaf\""),
+        (&["pg_idgen.time_bits = 40"], "must add up to 63, not 62"),
+        (&["pg_idgen.sequence_bits = 0", "pg_idgen.time_bits = 43"], "invalid value for parameter \"pg_idgen.sequence_bits\""),
+        (&["pg_idgen.node_bits = 40", "pg_idgen.time_bits = 11"], "invalid value for parameter \"pg_idgen.time_bits\""),
+        (&["pg_idgen.time_unit = 0"], "invalid value for parameter \"pg_idgen.time_unit\""),
+        (&["pg_idgen.epoch = '2999-01-01 00:00:00+00'"], "the epoch must not be in the future"),
+        (&["pg_idgen.epoch = 'not a time'"], "invalid value for parameter \"pg_idgen.epoch\": \"not a time\""),
+        (&["pg_idgen.epoch = '1900-01-01'"], "time bits of this layout have already run out"),
+        (&["pg_idgen.max_clock_wait = -5"], "invalid value for parameter \"pg_idgen.max_clock_wait\""),
+    ];
+    for (settings, expected) in cases {
+        let mut lines = vec!["shared_preload_libraries = 'pg_idgen'"];
+        lines.extend_from_slice(settings);
+        cluster.configure(&lines);
+        match cluster.try_start() {
+            Ok(()) => {
+                cluster.stop();
+                panic!("the server started with {settings:?}");
+            }
+            Err(log) => assert!(log.contains("FATAL") && log.contains(expected), "{settings:?}: log lacks {expected:?}:\n{log}"),
+        }
+    }
+    // The same cluster starts once the settings are valid.
+    cluster.configure(&["shared_preload_libraries = 'pg_idgen'", "pg_idgen.node_id = 1023"]);
+    cluster.start();
+    assert!(cluster.log().contains("the time bits last until 2094-09-07"), "start line:\n{}", cluster.log());
+}
+
+/// Claim: the presets and per-setting overrides give the documented layouts, and ids made under
+/// them decode to this node's id.
+#[test]
+fn presets_and_overrides_shape_the_ids() {
+    let cases: &[(&[&str], &str, i32)] = &[
+        (&["pg_idgen.layout = 'sonyflake'", "pg_idgen.node_id = 65535"], "sonyflake 39/16/8", 65535),
+        (&["pg_idgen.layout = 'uidgen'", "pg_idgen.node_id = 4194303"], "uidgen 28/22/13", 4_194_303),
+        (&["pg_idgen.node_bits = 4", "pg_idgen.sequence_bits = 18", "pg_idgen.node_id = 9"], "twitter 41/4/18", 9),
+    ];
+    for (i, (settings, layout, node)) in cases.iter().enumerate() {
+        let cluster = started_cluster(&format!("preset{i}"), 54343 + i as u16, settings);
+        let mut db = cluster.connect();
+        let row = db.query_one("SELECT layout FROM pg_idgen_status()", &[]).unwrap();
+        assert_eq!(row.get::<_, String>(0), *layout);
+        let row = db
+            .query_one(
+                "SELECT count(DISTINCT id), bool_and((id_decode(id)).node_id = $1),
+                        bool_and(abs(extract(epoch FROM snowflake_timestamp(id) - clock_timestamp())) < 2)
+                   FROM (SELECT snowflake_next() AS id FROM generate_series(1, 5000)) AS s",
+                &[node],
+            )
+            .unwrap();
+        assert_eq!(row.get::<_, i64>(0), 5000, "{layout}: distinct ids");
+        assert!(row.get::<_, bool>(1), "{layout}: node id {node} in every id");
+        assert!(row.get::<_, bool>(2), "{layout}: time decodes to now");
+    }
+}
+
+/// Claim: a hot standby refuses to generate (SQLSTATE 25006, like nextval()), but decodes.
+#[test]
+fn a_standby_refuses_to_generate_but_decodes() {
+    let primary = started_cluster("primary", 54350, &["pg_idgen.node_id = 1"]);
+    let id: i64 = primary.connect().query_one("SELECT snowflake_next()", &[]).unwrap().get(0);
+    let standby = Cluster::standby_of("standby", 54351, &primary);
+    standby.configure(&["shared_preload_libraries = 'pg_idgen'", "pg_idgen.node_id = 1"]);
+    standby.start();
+    let mut db = standby.connect();
+    let in_recovery: bool = db.query_one("SELECT pg_is_in_recovery()", &[]).unwrap().get(0);
+    assert!(in_recovery);
+    let error = db.query_one("SELECT snowflake_next()", &[]).expect_err("a standby must not generate");
+    assert_eq!(sqlstate(&error), "25006", "{error}");
+    let node: i32 = db.query_one("SELECT (id_decode($1)).node_id", &[&id]).unwrap().get(0);
+    assert_eq!(node, 1);
+}
