@@ -8,3 +8,19 @@ COMMENT ON FUNCTION snowflake_min_id(timestamptz) IS
     'Smallest snowflake id made at or after a time, for WHERE id >= snowflake_min_id(...) range scans.';
 COMMENT ON FUNCTION pg_idgen_status() IS
     'Node id, layout, epoch, end of the time bits, last id, lead over the clock, clock steps backwards seen.';
+COMMENT ON TYPE objectid IS
+    'MongoDB ObjectId: 4 bytes of Unix seconds, 5 random bytes, a 3-byte counter; 12 bytes, ordered by time.';
+COMMENT ON FUNCTION objectid_gen() IS
+    'Next ObjectId (current BSON spec) of this server: unique, greater than every ObjectId it made before.';
+COMMENT ON FUNCTION objectid_timestamp(objectid) IS
+    'The second an ObjectId was made.';
+COMMENT ON FUNCTION objectid_min(timestamptz) IS
+    'Smallest ObjectId of the second of a time, for WHERE id >= objectid_min(...) range scans.';
+COMMENT ON FUNCTION id_decode(objectid) IS
+    'Takes an ObjectId apart: ts (its second), random (5 bytes), counter.';
+COMMENT ON FUNCTION uuid_v7_next() IS
+    'Next RFC 9562 UUIDv7 of this server: greater than every UUID it made before, from any backend.';
+COMMENT ON FUNCTION uuid_v7_min(timestamptz) IS
+    'Smallest UUIDv7 of the millisecond of a time, for WHERE id >= uuid_v7_min(...) range scans.';
+COMMENT ON FUNCTION id_decode(uuid) IS
+    'Takes a UUID apart: ts (versions 1, 6, 7; NULL for others), version, sequence (v7 counter, v1/v6 clock sequence).';

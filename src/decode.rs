@@ -1,34 +1,34 @@
-//! Decoders: snowflake ids back into their parts, and the helpers for time-range scans.
+//! Decoders: every id family back into its parts, and the helpers for time-range scans.
 //!
-//! They read only the server's layout and epoch, so they work without shared_preload_libraries.
-//! They are STABLE, not IMMUTABLE: the layout is a setting, and an index built on a decoded
-//! value would silently go wrong if the layout changed across a restart.
+//! `id_decode` is overloaded for `bigint`, `objectid` and `uuid`; a column name means the same
+//! thing in every overload (`ts`: the start of the id's time unit; `sequence`: the counter within
+//! that unit). None needs shared_preload_libraries.
+//!
+//! The snowflake decoders read the server's layout and epoch, settings: they are STABLE, not
+//! IMMUTABLE, since an index built on a decoded value would silently go wrong if the layout
+//! changed across a restart. The ObjectId and UUID decoders depend on nothing but their
+//! argument and are IMMUTABLE.
 
 use pgrx::datum::TimestampWithTimeZone;
-use pgrx::pg_sys;
 use pgrx::prelude::*;
 
 use crate::clock;
 use crate::errors;
 use crate::layout::{Layout, Parts};
-use crate::record::{self, function_info_v1};
+use crate::c_function::{self, c_functions};
+use crate::monotonic::TickClock;
+use crate::objectid::{self, ObjectId};
+use crate::uuid7;
 use crate::settings;
 
-function_info_v1!(pg_finfo_pg_idgen_decode_snowflake);
-
-/// `id_decode(bigint) → (ts timestamptz, node_id int, sequence int)`, declared in `sql/`.
-///
-/// # Safety
-/// Called by PostgreSQL with a `bigint` argument, as declared.
-#[unsafe(no_mangle)]
-#[pg_guard]
-pub unsafe extern "C-unwind" fn pg_idgen_decode_snowflake(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
-    let id: i64 = unsafe { record::arg(fcinfo, 0) };
-    let layout = &settings::config().layout;
-    let parts = snowflake_parts(layout, id);
-    let ts = clock::unix_micros_to_timestamptz(layout.tick_start_us(parts.tick));
-    unsafe {
-        record::return_row(
+c_functions! {
+    /// `id_decode(bigint) → (ts timestamptz, node_id int, sequence int)`.
+    fn pg_idgen_decode_snowflake / pg_finfo_pg_idgen_decode_snowflake (fcinfo) {
+        let id: i64 = c_function::arg(fcinfo, 0);
+        let layout = &settings::config().layout;
+        let parts = snowflake_parts(layout, id);
+        let ts = clock::unix_micros_to_timestamptz(layout.clock().tick_start_us(parts.tick));
+        c_function::return_row(
             fcinfo,
             &[ts.into_datum(), (parts.node_id as i32).into_datum(), (parts.sequence as i32).into_datum()],
         )
@@ -51,7 +51,7 @@ fn snowflake_parts(layout: &Layout, id: i64) -> Parts {
 /// The time a snowflake id was made, to the precision of the layout's time unit.
 fn snowflake_timestamp(id: i64) -> TimestampWithTimeZone {
     let layout = &settings::config().layout;
-    clock::unix_micros_to_timestamptz(layout.tick_start_us(snowflake_parts(layout, id).tick))
+    clock::unix_micros_to_timestamptz(layout.clock().tick_start_us(snowflake_parts(layout, id).tick))
 }
 
 #[pg_extern(stable, parallel_safe)]
@@ -59,30 +59,97 @@ fn snowflake_timestamp(id: i64) -> TimestampWithTimeZone {
 /// `WHERE id >= snowflake_min_id(now() - interval '1 day')` is an index range scan.
 fn snowflake_min_id(ts: TimestampWithTimeZone) -> i64 {
     let layout = &settings::config().layout;
+    let tick = tick_of(&layout.clock(), "snowflake", ts);
+    layout.compose(Parts { tick, node_id: 0, sequence: 0 })
+}
+
+/// The tick of a time on an id family's clock, for the `…_min` helpers. Rounds down: ids of the
+/// tick that contains `ts` may have been made after `ts`; starting at the tick's smallest id
+/// includes them (and the few made earlier within that tick).
+pub fn tick_of(clock: &TickClock, family: &str, ts: TimestampWithTimeZone) -> u64 {
     if !ts.is_finite() {
         errors::raise(
             PgSqlErrorCode::ERRCODE_DATETIME_FIELD_OVERFLOW,
-            "infinite timestamps have no snowflake id".into(),
+            format!("infinite timestamps have no {family} id"),
             None,
             None,
         );
     }
     let unix_us = clock::pg_to_unix_micros(ts.into_inner());
-    // Why round down: ids of the tick that contains `ts` may have been made after `ts`; starting
-    // at the tick's smallest id includes them (and the few made earlier within that tick).
-    let Some(tick) = layout.tick_at(unix_us) else {
+    clock.tick_at(unix_us).unwrap_or_else(|| {
         errors::raise(
             PgSqlErrorCode::ERRCODE_DATETIME_FIELD_OVERFLOW,
-            format!("time {} is outside the snowflake layout", clock::format_unix_micros(unix_us)),
+            format!("time {} is outside the range of {family} ids", clock::format_unix_micros(unix_us)),
             Some(format!(
-                "Snowflake ids of this server cover {} to {}.",
-                clock::format_unix_micros(layout.epoch_us),
-                clock::format_unix_micros(layout.end_of_time_us())
+                "{family} ids cover {} to {}.",
+                clock::format_unix_micros(clock.epoch_us),
+                clock::format_unix_micros(clock.end_us())
             )),
             None,
         )
-    };
-    layout.compose(Parts { tick, node_id: 0, sequence: 0 })
+    })
+}
+
+#[pg_extern(immutable, parallel_safe)]
+/// The smallest UUIDv7 of the millisecond of `ts`, for `WHERE id >= uuid_v7_min(…)` range scans.
+fn uuid_v7_min(ts: TimestampWithTimeZone) -> pgrx::Uuid {
+    pgrx::Uuid::from_bytes(uuid7::from_parts(tick_of(&uuid7::MILLISECONDS, "UUIDv7", ts), 0, 0))
+}
+
+/// The time, version and sequence of a UUID: RFC 9562 versions 1, 6 and 7 carry a time; others
+/// decode to their version and NULLs.
+fn uuid_parts(bytes: &[u8; 16]) -> (Option<i64>, i32, Option<i32>) {
+    let version = (bytes[6] >> 4) as i32;
+    let rfc_variant = bytes[8] >> 6 == 0b10;
+    let be = |range: std::ops::Range<usize>| range.fold(0u64, |acc, i| acc << 8 | bytes[i] as u64);
+    // Versions 1 and 6 count 100 ns since 1582-10-15, the Gregorian reform.
+    const GREGORIAN_TO_UNIX_100NS: i64 = 0x01B2_1DD2_1381_4000;
+    let clock_sequence = (be(8..10) & 0x3FFF) as i32;
+    match (rfc_variant, version) {
+        (true, 7) => (Some(be(0..6) as i64 * 1000), 7, Some((be(6..8) & 0x0FFF) as i32)),
+        (true, 1) => {
+            let ticks = (be(6..8) & 0x0FFF) << 48 | be(4..6) << 32 | be(0..4);
+            (Some((ticks as i64 - GREGORIAN_TO_UNIX_100NS) / 10), 1, Some(clock_sequence))
+        }
+        (true, 6) => {
+            let ticks = be(0..6) << 12 | (be(6..8) & 0x0FFF);
+            (Some((ticks as i64 - GREGORIAN_TO_UNIX_100NS) / 10), 6, Some(clock_sequence))
+        }
+        _ => (None, version, None),
+    }
+}
+
+c_functions! {
+    /// `objectid_timestamp(objectid)`: the second it was made.
+    fn pg_idgen_objectid_timestamp / pg_finfo_pg_idgen_objectid_timestamp (fcinfo) {
+        let seconds = objectid::arg(fcinfo, 0).seconds() as i64;
+        clock::unix_micros_to_timestamptz(seconds * 1_000_000).into_datum().unwrap()
+    }
+
+    /// `objectid_min(timestamptz)`: the smallest ObjectId of that second.
+    fn pg_idgen_objectid_min / pg_finfo_pg_idgen_objectid_min (fcinfo) {
+        let ts: TimestampWithTimeZone = c_function::arg(fcinfo, 0);
+        let seconds = tick_of(&objectid::SECONDS, "objectid", ts);
+        objectid::datum(ObjectId::from_parts(seconds as u32, [0; 5], 0))
+    }
+
+    /// `id_decode(objectid) → (ts timestamptz, random bytea, counter int)`.
+    fn pg_idgen_decode_objectid / pg_finfo_pg_idgen_decode_objectid (fcinfo) {
+        let id = objectid::arg(fcinfo, 0);
+        let ts = clock::unix_micros_to_timestamptz(id.seconds() as i64 * 1_000_000);
+        c_function::return_row(fcinfo, &[ts.into_datum(), id.random().into_datum(), (id.counter() as i32).into_datum()])
+    }
+
+    /// `id_decode(uuid) → (ts timestamptz, version int, sequence int)`.
+    fn pg_idgen_decode_uuid / pg_finfo_pg_idgen_decode_uuid (fcinfo) {
+        let uuid: pgrx::Uuid = c_function::arg(fcinfo, 0);
+        let bytes: [u8; 16] = *uuid.as_bytes();
+        let (unix_us, version, sequence) = uuid_parts(&bytes);
+        c_function::return_row(
+            fcinfo,
+            &[unix_us.map(clock::unix_micros_to_timestamptz).into_datum(), version.into_datum(), sequence.into_datum()],
+        )
+    }
 }
 
 #[cfg(any(test, feature = "pg_test"))]

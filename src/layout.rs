@@ -5,6 +5,8 @@
 
 use std::fmt;
 
+use crate::monotonic::TickClock;
+
 /// Named layouts. The bits and unit of each can be overridden one by one in the settings.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Preset {
@@ -127,7 +129,7 @@ impl Layout {
         if epoch_us > now_us {
             return Err(LayoutError::EpochInFuture);
         }
-        if layout.tick_at(now_us).is_none() {
+        if layout.clock().tick_at(now_us).is_none() {
             return Err(LayoutError::TimeBitsExhausted);
         }
         Ok(layout)
@@ -149,27 +151,9 @@ impl Layout {
         (1u64 << self.sequence_bits) - 1
     }
 
-    /// The tick of a Unix time, or None before the epoch or after the time bits run out.
-    /// Rounds down: every instant inside a tick belongs to it.
-    pub fn tick_at(&self, unix_us: i64) -> Option<u64> {
-        let since_epoch = unix_us.checked_sub(self.epoch_us)?;
-        if since_epoch < 0 {
-            return None;
-        }
-        // Why the special case: dividing by the literal compiles to a multiplication, and the
-        // default 1 ms unit is on the hot path of every snowflake_next().
-        let tick = if self.unit_ms == 1 { since_epoch / 1000 } else { since_epoch / self.unit_us() } as u64;
-        (tick <= self.max_tick()).then_some(tick)
-    }
-
-    /// The Unix time (microseconds) at which a tick begins.
-    pub fn tick_start_us(&self, tick: u64) -> i64 {
-        self.epoch_us + tick as i64 * self.unit_us()
-    }
-
-    /// The first instant (Unix microseconds) that no longer fits in the time bits.
-    pub fn end_of_time_us(&self) -> i64 {
-        self.tick_start_us(self.max_tick()).saturating_add(self.unit_us())
+    /// The layout's clock: ticks of its unit since its epoch, as many as the time bits hold.
+    pub fn clock(&self) -> TickClock {
+        TickClock { epoch_us: self.epoch_us, unit_us: self.unit_us(), max_tick: self.max_tick() }
     }
 
     /// Ids per second one node can make at most: the sequence space of one tick, per second.
@@ -247,14 +231,14 @@ mod tests {
 
     #[pg_test]
     fn ticks_round_down_and_stop_at_the_layout_bounds() {
-        let layout = Layout { epoch_us: 1_000_000, ..twitter() };
-        assert_eq!(layout.tick_at(999_999), None, "before the epoch");
-        assert_eq!(layout.tick_at(1_000_000), Some(0));
-        assert_eq!(layout.tick_at(1_000_999), Some(0), "inside the first millisecond");
-        assert_eq!(layout.tick_at(1_001_000), Some(1));
-        assert_eq!(layout.tick_at(layout.end_of_time_us() - 1), Some(layout.max_tick()));
-        assert_eq!(layout.tick_at(layout.end_of_time_us()), None, "the time bits have run out");
-        let seconds = Layout { unit_ms: 1000, ..layout };
+        let clock = Layout { epoch_us: 1_000_000, ..twitter() }.clock();
+        assert_eq!(clock.tick_at(999_999), None, "before the epoch");
+        assert_eq!(clock.tick_at(1_000_000), Some(0));
+        assert_eq!(clock.tick_at(1_000_999), Some(0), "inside the first millisecond");
+        assert_eq!(clock.tick_at(1_001_000), Some(1));
+        assert_eq!(clock.tick_at(clock.end_us() - 1), Some(clock.max_tick));
+        assert_eq!(clock.tick_at(clock.end_us()), None, "the time bits have run out");
+        let seconds = Layout { epoch_us: 1_000_000, unit_ms: 1000, ..twitter() }.clock();
         assert_eq!(seconds.tick_at(1_000_000 + 2_999_999), Some(2));
     }
 }

@@ -2,19 +2,23 @@
 
 use pgrx::prelude::*;
 
+mod c_function;
 mod clock;
 mod decode;
 mod errors;
 mod layout;
-mod record;
+mod monotonic;
+mod objectid;
+mod random;
 mod settings;
 mod shmem;
 mod snowflake;
 mod status;
+mod uuid7;
 
 ::pgrx::pg_module_magic!();
 
-// Hand-written SQL: record-returning functions and their row types, run before pgrx's own.
+// Hand-written SQL, run before pgrx's own: the objectid type, record-returning functions.
 pgrx::extension_sql_file!("../sql/bootstrap.sql", name = "bootstrap", bootstrap);
 // Comments on every function, once they all exist.
 pgrx::extension_sql_file!("../sql/comments.sql", name = "comments", finalize);

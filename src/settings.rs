@@ -267,6 +267,6 @@ fn log_start_line(config: &Config) {
         layout.unit_ms,
         crate::clock::format_unix_micros(layout.epoch_us),
         node,
-        crate::clock::format_unix_micros(layout.end_of_time_us()),
+        crate::clock::format_unix_micros(layout.clock().end_us()),
     );
 }

@@ -27,11 +27,28 @@ pub struct SharedState {
     /// Snowflake: `tick << sequence_bits | sequence` of the last id handed out (node bits left out,
     /// they are constant). Moves only forward, by compare-and-swap.
     pub snowflake_last: CacheLine<AtomicU64>,
+    /// ObjectId: `seconds << 24 | counter` of the last ObjectId, and the 5 random bytes of this
+    /// server start.
+    pub objectid_last: CacheLine<AtomicU64>,
+    pub objectid_random: [u8; 5],
+    /// UUIDv7: `ms << 12 | counter` of the last UUID.
+    pub uuid_last: CacheLine<AtomicU64>,
     /// The clock watch: the latest wall-clock reading any backend made (Unix µs).
     pub wall_seen_us: CacheLine<AtomicI64>,
     /// How many times the wall clock was seen to step backwards, and the largest step (µs).
     pub clock_backward_events: AtomicU64,
     pub clock_backward_max_us: AtomicU64,
+}
+
+impl SharedState {
+    /// A fresh state. The ObjectId random part and counter start are chosen here, once per
+    /// server start (and again after a crash), as the BSON spec asks.
+    fn new() -> SharedState {
+        let state = SharedState { objectid_random: crate::random::os_bytes::<5>(), ..SharedState::default() };
+        let [a, b, c] = crate::random::os_bytes::<3>();
+        state.objectid_last.store(u64::from_be_bytes([0, 0, 0, 0, 0, a, b, c]), std::sync::atomic::Ordering::Relaxed);
+        state
+    }
 }
 
 /// Set in the postmaster by the startup hook; backends inherit it through fork.
@@ -74,7 +91,7 @@ unsafe extern "C-unwind" fn attach_shared_memory() {
         let state = pg_sys::ShmemInitStruct(c"pg_idgen".as_ptr(), std::mem::size_of::<SharedState>(), &mut found)
             .cast::<SharedState>();
         if !found {
-            state.write(SharedState::default());
+            state.write(SharedState::new());
         }
         SHARED = state;
         pg_sys::LWLockRelease(lock);

@@ -8,18 +8,17 @@ use pgrx::prelude::*;
 
 use crate::clock;
 use crate::layout::Parts;
-use crate::record::{self, function_info_v1};
+use crate::c_function::{self, c_functions};
 use crate::{settings, shmem};
 
-function_info_v1!(pg_finfo_pg_idgen_status);
+c_functions! {
+    /// `pg_idgen_status()`, one row; its columns are declared in `sql/`.
+    fn pg_idgen_status / pg_finfo_pg_idgen_status (fcinfo) {
+        status_row(fcinfo)
+    }
+}
 
-/// `pg_idgen_status()`, one row; its columns are declared in `sql/`.
-///
-/// # Safety
-/// Called by PostgreSQL as declared.
-#[unsafe(no_mangle)]
-#[pg_guard]
-pub unsafe extern "C-unwind" fn pg_idgen_status(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
+unsafe fn status_row(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
     let state = shmem::shared();
     let config = settings::config();
     let layout = &config.layout;
@@ -33,21 +32,21 @@ pub unsafe extern "C-unwind" fn pg_idgen_status(fcinfo: pg_sys::FunctionCallInfo
             Some(layout.compose(Parts { tick: last_tick, node_id: node_id as u64, sequence: slot & layout.max_sequence() }))
         }
     };
-    let ahead_us = if slot == 0 { 0 } else { (layout.tick_start_us(last_tick) - now_us).max(0) };
+    let ahead_us = if slot == 0 { 0 } else { (layout.clock().tick_start_us(last_tick) - now_us).max(0) };
 
     let values = [
         config.node_id.map(|n| n as i32).into_datum(),
         format!("{} {}/{}/{}", layout.preset.name(), layout.time_bits, layout.node_bits, layout.sequence_bits).into_datum(),
         Interval::from_micros(layout.unit_us()).into_datum(),
         clock::unix_micros_to_timestamptz(layout.epoch_us).into_datum(),
-        clock::unix_micros_to_timestamptz(layout.end_of_time_us()).into_datum(),
+        clock::unix_micros_to_timestamptz(layout.clock().end_us()).into_datum(),
         (layout.ids_per_second_cap() as i64).into_datum(),
         last_id.into_datum(),
         Interval::from_micros(ahead_us).into_datum(),
         (state.clock_backward_events.load(Relaxed) as i64).into_datum(),
         Interval::from_micros(state.clock_backward_max_us.load(Relaxed) as i64).into_datum(),
     ];
-    unsafe { record::return_row(fcinfo, &values) }
+    unsafe { c_function::return_row(fcinfo, &values) }
 }
 
 #[cfg(any(test, feature = "pg_test"))]

@@ -1,8 +1,10 @@
-//! Functions that return one row with named columns (`OUT` parameters in their SQL definition).
+//! Plain C functions declared in hand-written SQL (`sql/`), for what pgrx cannot declare:
+//! the fixed-length `objectid` type's support functions, and functions that return one row with
+//! named columns (`OUT` parameters).
 //!
-//! Why not pgrx's `TableIterator`: that makes a set-returning function, and a set-returning
-//! decoder silently drops rows whose id is NULL from `SELECT id, (id_decode(id)).ts FROM t`.
-//! These are plain C functions declared in `sql/`, and they take their row type from the call.
+//! Why not pgrx's `TableIterator` for rows: that makes a set-returning function, and a
+//! set-returning decoder silently drops rows whose id is NULL from
+//! `SELECT id, (id_decode(id)).ts FROM t`.
 
 use pgrx::pg_sys;
 use pgrx::prelude::*;
@@ -23,6 +25,28 @@ macro_rules! function_info_v1 {
     };
 }
 pub(crate) use function_info_v1;
+
+/// Declares C functions: `c_functions! { fn symbol / pg_finfo_symbol (fcinfo) { body } … }`;
+/// the body evaluates to the result `Datum`.
+macro_rules! c_functions {
+    ($( $(#[$doc:meta])* fn $name:ident / $finfo:ident ($fcinfo:ident) $body:block )+) => {
+        $(
+            $crate::c_function::function_info_v1!($finfo);
+            $(#[$doc])*
+            ///
+            /// # Safety
+            /// Called by PostgreSQL with the arguments its SQL declaration gives.
+            #[unsafe(no_mangle)]
+            pub unsafe extern "C-unwind" fn $name($fcinfo: ::pgrx::pg_sys::FunctionCallInfo) -> ::pgrx::pg_sys::Datum {
+                // What #[pg_guard] does (it cannot be applied inside a macro_rules expansion):
+                // a Rust panic or a PostgreSQL error becomes a proper ERROR, not a crash.
+                #[allow(unused_unsafe)]
+                unsafe { ::pgrx::pg_sys::panic::pgrx_extern_c_guard(move || $body) }
+            }
+        )+
+    };
+}
+pub(crate) use c_functions;
 
 /// Builds the function's result row from `values` (None = NULL), in column order.
 ///

@@ -1,0 +1,163 @@
+//! The engine of every time-based generator: a `tick << counter_bits | counter` value in one
+//! shared `AtomicU64` that only moves forward.
+//!
+//! A call moves it to `max(last + 1, now)` by compare-and-swap. When the clock steps back or a
+//! tick's counter is used up, `last + 1` carries into the next tick: time is "borrowed" from the
+//! future. Borrowing is bounded by `pg_idgen.max_clock_borrow`; past it a call waits for the
+//! clock, at most `pg_idgen.max_clock_wait`, then raises an error. It never hands out a smaller
+//! value and never sleeps unboundedly.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+use pgrx::prelude::*;
+
+use crate::clock;
+use crate::errors;
+use crate::settings::Config;
+use crate::shmem::SharedState;
+
+/// How long one wait for the clock sleeps at most before it checks for interrupts again.
+const WAIT_SLICE_US: i64 = 10_000;
+/// Waits up to this long spin instead of sleeping.
+const SPIN_LIMIT_US: i64 = 2_000;
+
+/// The clock a generator counts in: ticks of `unit_us` since `epoch_us` (Unix microseconds).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TickClock {
+    pub epoch_us: i64,
+    pub unit_us: i64,
+    /// The largest tick the id format can hold.
+    pub max_tick: u64,
+}
+
+impl TickClock {
+    /// The tick of a Unix time, or None before the epoch or past `max_tick`. Rounds down: every
+    /// instant inside a tick belongs to it.
+    #[inline]
+    pub fn tick_at(&self, unix_us: i64) -> Option<u64> {
+        let since_epoch = unix_us.checked_sub(self.epoch_us)?;
+        if since_epoch < 0 {
+            return None;
+        }
+        // Why the special case: dividing by the literal compiles to a multiplication, and 1 ms
+        // ticks are on the hot path of snowflake_next() and uuid_v7_next().
+        let tick = if self.unit_us == 1000 { since_epoch / 1000 } else { since_epoch / self.unit_us } as u64;
+        (tick <= self.max_tick).then_some(tick)
+    }
+
+    /// The Unix time (microseconds) at which a tick begins.
+    pub fn tick_start_us(&self, tick: u64) -> i64 {
+        self.epoch_us.saturating_add((tick as i64).saturating_mul(self.unit_us))
+    }
+
+    /// The first instant (Unix microseconds) past `max_tick`.
+    pub fn end_us(&self) -> i64 {
+        self.tick_start_us(self.max_tick).saturating_add(self.unit_us)
+    }
+}
+
+/// What the counter of a new tick starts at.
+#[derive(Clone, Copy, Debug)]
+pub enum TickStart {
+    /// A random value below the bound. Why: ids made slowly would otherwise all end in counter 0,
+    /// and a table sharded by `id % N` would put them all on one shard.
+    RandomBelow(u64),
+    /// Where the counter was, plus one (ObjectId's counter runs on across seconds).
+    Continue,
+}
+
+/// One generator's shape: its clock, the width of its counter, and its name for messages.
+pub struct Generator {
+    pub name: &'static str,
+    pub clock: TickClock,
+    pub counter_bits: u32,
+    pub tick_start: TickStart,
+}
+
+impl Generator {
+    /// Advances `cell` and returns the new `tick << counter_bits | counter`.
+    #[inline]
+    pub fn next(&self, cell: &AtomicU64, state: &SharedState, config: &Config) -> u64 {
+        let bits = self.counter_bits;
+        let borrow_ticks = (config.max_clock_borrow_ms as i64 * 1000 / self.clock.unit_us) as u64;
+        let mut waited_us = 0i64;
+        let mut last = cell.load(Ordering::Relaxed);
+        loop {
+            let now_us = clock::watched_wall_micros(state);
+            let now_tick = self.clock.tick_at(now_us).unwrap_or_else(|| self.outside_clock(now_us));
+            let mut candidate = last + 1;
+            if candidate >> bits < now_tick {
+                let counter = match self.tick_start {
+                    TickStart::RandomBelow(bound) => crate::random::below(bound),
+                    TickStart::Continue => candidate & ((1 << bits) - 1),
+                };
+                candidate = (now_tick << bits) | counter;
+            }
+            let candidate_tick = candidate >> bits;
+            if candidate_tick > now_tick + borrow_ticks {
+                // Ahead of the clock by more than we may borrow: wait until it is close enough.
+                let behind_us = self.clock.tick_start_us(candidate_tick - borrow_ticks) - now_us;
+                waited_us += self.wait_for_clock(config, behind_us, waited_us);
+                last = cell.load(Ordering::Relaxed);
+                continue;
+            }
+            if candidate_tick > self.clock.max_tick {
+                self.outside_clock(self.clock.tick_start_us(candidate_tick));
+            }
+            match cell.compare_exchange_weak(last, candidate, Ordering::AcqRel, Ordering::Relaxed) {
+                Ok(_) => return candidate,
+                Err(actual) => last = actual,
+            }
+        }
+    }
+
+    /// Waits up to one slice towards `behind_us`, honouring cancel; errors past the wait limit.
+    /// Returns the microseconds waited.
+    #[cold]
+    fn wait_for_clock(&self, config: &Config, behind_us: i64, waited_us: i64) -> i64 {
+        let limit_us = config.max_clock_wait_ms as i64 * 1000;
+        if waited_us + behind_us > limit_us {
+            errors::raise(
+                PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+                format!(
+                    "the wall clock is {} ms behind the {} ids already handed out",
+                    (behind_us + config.max_clock_borrow_ms as i64 * 1000) / 1000,
+                    self.name
+                ),
+                Some(format!(
+                    "Ids may run ahead of the clock by pg_idgen.max_clock_borrow ({} ms); a call waits at most pg_idgen.max_clock_wait ({} ms) for the rest.",
+                    config.max_clock_borrow_ms, config.max_clock_wait_ms
+                )),
+                Some("Check the server's clock. Calls succeed again once the clock has caught up."),
+            );
+        }
+        let started = Instant::now();
+        if behind_us <= SPIN_LIMIT_US {
+            // Why spin: at the cap every tick ends in a wait shorter than a tick, and a sleep
+            // that short oversleeps by more than it waits, costing a quarter of the cap.
+            while (started.elapsed().as_micros() as i64) < behind_us {
+                std::hint::spin_loop();
+            }
+        } else {
+            unsafe { pgrx::pg_sys::pg_usleep(behind_us.min(WAIT_SLICE_US) as _) };
+            pgrx::check_for_interrupts!();
+        }
+        started.elapsed().as_micros() as i64
+    }
+
+    #[cold]
+    fn outside_clock(&self, unix_us: i64) -> ! {
+        errors::raise(
+            PgSqlErrorCode::ERRCODE_DATETIME_FIELD_OVERFLOW,
+            format!("time {} does not fit in a {} id", clock::format_unix_micros(unix_us), self.name),
+            Some(format!(
+                "{} ids cover {} to {}.",
+                self.name,
+                clock::format_unix_micros(self.clock.epoch_us),
+                clock::format_unix_micros(self.clock.end_us())
+            )),
+            Some("Check the server's clock."),
+        )
+    }
+}

@@ -1,0 +1,249 @@
+//! The `objectid` type (MongoDB ObjectId, 12 bytes, stored at fixed length) and `objectid_gen()`.
+//!
+//! Layout (current BSON spec), big-endian:
+//! `| 4 bytes: Unix seconds | 5 bytes: random, once per server start | 3 bytes: counter |`.
+//! The seconds and the counter share one `AtomicU64` in shared memory (`seconds << 24 | counter`)
+//! advanced by the `monotonic` engine: the counter starts at a random value and runs on across
+//! seconds; if it would wrap within one second, it carries into the next second instead (time
+//! borrowed, bounded like snowflake), so no two ObjectIds of a server start are ever equal and
+//! each is greater than every one made before it.
+//!
+//! The type's functions are plain C functions declared in `sql/objectid.sql`.
+
+use std::cmp::Ordering;
+use std::ffi::{CStr, CString};
+
+use pgrx::pg_sys;
+use pgrx::prelude::*;
+
+use crate::errors;
+use crate::monotonic::{Generator, TickClock, TickStart};
+use crate::c_function::{self, c_functions};
+use crate::{settings, shmem};
+
+pub const OBJECTID_LEN: usize = 12;
+const COUNTER_BITS: u32 = 24;
+
+/// A 12-byte ObjectId. Its byte order is its sort order, as in MongoDB.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ObjectId(pub [u8; OBJECTID_LEN]);
+
+impl ObjectId {
+    pub fn from_parts(seconds: u32, random: [u8; 5], counter: u32) -> ObjectId {
+        let mut bytes = [0u8; OBJECTID_LEN];
+        bytes[0..4].copy_from_slice(&seconds.to_be_bytes());
+        bytes[4..9].copy_from_slice(&random);
+        bytes[9..12].copy_from_slice(&counter.to_be_bytes()[1..4]);
+        ObjectId(bytes)
+    }
+
+    /// 24 hexadecimal digits, either case.
+    pub fn parse(text: &str) -> Option<ObjectId> {
+        let text = text.as_bytes();
+        if text.len() != 2 * OBJECTID_LEN {
+            return None;
+        }
+        let mut bytes = [0u8; OBJECTID_LEN];
+        for (byte, pair) in bytes.iter_mut().zip(text.chunks_exact(2)) {
+            let high = (pair[0] as char).to_digit(16)?;
+            let low = (pair[1] as char).to_digit(16)?;
+            *byte = (high * 16 + low) as u8;
+        }
+        Some(ObjectId(bytes))
+    }
+
+    /// 24 lowercase hexadecimal digits.
+    pub fn to_hex(&self) -> String {
+        self.0.iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    pub fn seconds(&self) -> u32 {
+        u32::from_be_bytes(self.0[0..4].try_into().unwrap())
+    }
+
+    pub fn random(&self) -> &[u8] {
+        &self.0[4..9]
+    }
+
+    pub fn counter(&self) -> u32 {
+        u32::from_be_bytes([0, self.0[9], self.0[10], self.0[11]])
+    }
+}
+
+/// ObjectId seconds: Unix seconds, up to the 4 bytes' limit (2106-02-07).
+pub const SECONDS: TickClock = TickClock { epoch_us: 0, unit_us: 1_000_000, max_tick: u32::MAX as u64 };
+
+/// Argument `n`, an `objectid` (passed by reference: a pointer to its 12 bytes).
+///
+/// # Safety
+/// Argument `n` of the call is a non-NULL `objectid`.
+pub unsafe fn arg(fcinfo: pg_sys::FunctionCallInfo, n: usize) -> ObjectId {
+    unsafe {
+        let datum = (*fcinfo).args.as_slice(n + 1)[n].value;
+        ObjectId(*datum.cast_mut_ptr::<[u8; OBJECTID_LEN]>())
+    }
+}
+
+/// An `objectid` result, copied into memory that PostgreSQL owns.
+pub fn datum(id: ObjectId) -> pg_sys::Datum {
+    unsafe {
+        let bytes = pg_sys::palloc(OBJECTID_LEN).cast::<[u8; OBJECTID_LEN]>();
+        bytes.write(id.0);
+        pg_sys::Datum::from(bytes)
+    }
+}
+
+fn invalid_text(input: &str) -> ! {
+    errors::raise(
+        PgSqlErrorCode::ERRCODE_INVALID_TEXT_REPRESENTATION,
+        format!("invalid input syntax for type objectid: \"{input}\""),
+        Some("An objectid is written as 24 hexadecimal digits.".into()),
+        None,
+    )
+}
+
+fn invalid_length(length: usize) -> ! {
+    errors::raise(
+        PgSqlErrorCode::ERRCODE_INVALID_BINARY_REPRESENTATION,
+        format!("invalid length for type objectid: {length} bytes"),
+        Some("An objectid is exactly 12 bytes.".into()),
+        None,
+    )
+}
+
+fn compare(fcinfo: pg_sys::FunctionCallInfo) -> Ordering {
+    unsafe { arg(fcinfo, 0).cmp(&arg(fcinfo, 1)) }
+}
+
+extern "C-unwind" {
+    // PostgreSQL's own hash of a byte string (common/hashfn.h), as hash indexes of bytea use.
+    fn hash_bytes(k: *const u8, keylen: i32) -> u32;
+    fn hash_bytes_extended(k: *const u8, keylen: i32, seed: u64) -> u64;
+}
+
+c_functions! {
+    /// `objectid_in(cstring)`: text input.
+    fn pg_idgen_objectid_in / pg_finfo_pg_idgen_objectid_in (fcinfo) {
+        let text = CStr::from_ptr((*fcinfo).args.as_slice(1)[0].value.cast_mut_ptr::<std::ffi::c_char>());
+        let text = text.to_string_lossy();
+        datum(ObjectId::parse(&text).unwrap_or_else(|| invalid_text(&text)))
+    }
+
+    /// `objectid_out(objectid)`: lowercase hex.
+    fn pg_idgen_objectid_out / pg_finfo_pg_idgen_objectid_out (fcinfo) {
+        let text = CString::new(arg(fcinfo, 0).to_hex()).unwrap();
+        pg_sys::Datum::from(pg_sys::pstrdup(text.as_ptr()))
+    }
+
+    /// `objectid_recv(internal)`: binary input, the 12 bytes.
+    fn pg_idgen_objectid_recv / pg_finfo_pg_idgen_objectid_recv (fcinfo) {
+        let buffer = (*fcinfo).args.as_slice(1)[0].value.cast_mut_ptr::<pg_sys::StringInfoData>();
+        let remaining = ((*buffer).len - (*buffer).cursor) as usize;
+        if remaining != OBJECTID_LEN {
+            invalid_length(remaining);
+        }
+        let bytes = pg_sys::pq_getmsgbytes(buffer, OBJECTID_LEN as i32).cast::<[u8; OBJECTID_LEN]>();
+        datum(ObjectId(*bytes))
+    }
+
+    /// `objectid_send(objectid)`: binary output, the 12 bytes.
+    fn pg_idgen_objectid_send / pg_finfo_pg_idgen_objectid_send (fcinfo) {
+        pg_sys::Datum::from(pgrx::rust_byte_slice_to_bytea(&arg(fcinfo, 0).0).into_pg())
+    }
+
+    /// `objectid::bytea`.
+    fn pg_idgen_objectid_to_bytea / pg_finfo_pg_idgen_objectid_to_bytea (fcinfo) {
+        pg_sys::Datum::from(pgrx::rust_byte_slice_to_bytea(&arg(fcinfo, 0).0).into_pg())
+    }
+
+    /// `bytea::objectid`: exactly 12 bytes.
+    fn pg_idgen_objectid_from_bytea / pg_finfo_pg_idgen_objectid_from_bytea (fcinfo) {
+        let bytes: &[u8] = c_function::arg(fcinfo, 0);
+        let bytes: [u8; OBJECTID_LEN] = bytes.try_into().unwrap_or_else(|_| invalid_length(bytes.len()));
+        datum(ObjectId(bytes))
+    }
+
+    fn pg_idgen_objectid_cmp / pg_finfo_pg_idgen_objectid_cmp (fcinfo) {
+        pg_sys::Datum::from(compare(fcinfo) as i32)
+    }
+    fn pg_idgen_objectid_eq / pg_finfo_pg_idgen_objectid_eq (fcinfo) {
+        pg_sys::Datum::from(compare(fcinfo).is_eq())
+    }
+    fn pg_idgen_objectid_ne / pg_finfo_pg_idgen_objectid_ne (fcinfo) {
+        pg_sys::Datum::from(compare(fcinfo).is_ne())
+    }
+    fn pg_idgen_objectid_lt / pg_finfo_pg_idgen_objectid_lt (fcinfo) {
+        pg_sys::Datum::from(compare(fcinfo).is_lt())
+    }
+    fn pg_idgen_objectid_le / pg_finfo_pg_idgen_objectid_le (fcinfo) {
+        pg_sys::Datum::from(compare(fcinfo).is_le())
+    }
+    fn pg_idgen_objectid_gt / pg_finfo_pg_idgen_objectid_gt (fcinfo) {
+        pg_sys::Datum::from(compare(fcinfo).is_gt())
+    }
+    fn pg_idgen_objectid_ge / pg_finfo_pg_idgen_objectid_ge (fcinfo) {
+        pg_sys::Datum::from(compare(fcinfo).is_ge())
+    }
+
+    fn pg_idgen_objectid_hash / pg_finfo_pg_idgen_objectid_hash (fcinfo) {
+        let id = arg(fcinfo, 0);
+        pg_sys::Datum::from(hash_bytes(id.0.as_ptr(), OBJECTID_LEN as i32))
+    }
+    fn pg_idgen_objectid_hash_extended / pg_finfo_pg_idgen_objectid_hash_extended (fcinfo) {
+        let id = arg(fcinfo, 0);
+        let seed: i64 = c_function::arg(fcinfo, 1);
+        pg_sys::Datum::from(hash_bytes_extended(id.0.as_ptr(), OBJECTID_LEN as i32, seed as u64))
+    }
+
+    /// `objectid_gen()`: a new ObjectId, greater than every one this server made before.
+    fn pg_idgen_objectid_gen / pg_finfo_pg_idgen_objectid_gen (fcinfo) {
+        let _ = fcinfo;
+        datum(generate())
+    }
+
+}
+
+fn generate() -> ObjectId {
+    let state = shmem::shared();
+    let config = settings::config();
+    errors::refuse_during_recovery("objectid_gen()");
+    let generator = Generator {
+        name: "objectid",
+        clock: SECONDS,
+        counter_bits: COUNTER_BITS,
+        tick_start: TickStart::Continue,
+    };
+    let slot = generator.next(&state.objectid_last, state, config);
+    ObjectId::from_parts((slot >> COUNTER_BITS) as u32, state.objectid_random, (slot & 0xFF_FFFF) as u32)
+}
+
+#[cfg(any(test, feature = "pg_test"))]
+#[pgrx::pg_schema]
+mod tests {
+    use super::ObjectId;
+    use pgrx::prelude::*;
+
+    #[pg_test]
+    fn parts_and_hex_round_trip() {
+        let id = ObjectId::from_parts(0x6567_8901, [1, 2, 3, 4, 5], 0xABCDEF);
+        assert_eq!(id.to_hex(), "65678901" .to_string() + "0102030405" + "abcdef");
+        assert_eq!(ObjectId::parse(&id.to_hex().to_uppercase()), Some(id));
+        assert_eq!((id.seconds(), id.random(), id.counter()), (0x6567_8901, &[1u8, 2, 3, 4, 5][..], 0xABCDEF));
+        assert_eq!(ObjectId::parse("6567890101020304050abcdef"), None, "25 digits");
+        assert_eq!(ObjectId::parse("65678901010203040abcdeg0"), None, "not hex");
+        assert_eq!(ObjectId::parse(""), None);
+    }
+
+    #[pg_test]
+    fn generated_ids_increase_within_a_backend() {
+        let ids: Vec<String> = Spi::connect(|client| {
+            client
+                .select("SELECT objectid_gen()::text FROM generate_series(1, 5000)", None, &[])
+                .unwrap()
+                .map(|row| row.get::<String>(1).unwrap().unwrap())
+                .collect()
+        });
+        assert!(ids.windows(2).all(|w| w[0] < w[1]), "hex order is byte order, and ids increase");
+    }
+}
