@@ -24,3 +24,18 @@ COMMENT ON FUNCTION uuid_v7_min(timestamptz) IS
     'Smallest UUIDv7 of the millisecond of a time, for WHERE id >= uuid_v7_min(...) range scans.';
 COMMENT ON FUNCTION id_decode(uuid) IS
     'Takes a UUID apart: ts (versions 1, 6, 7; NULL for others), version, sequence (v7 counter, v1/v6 clock sequence).';
+COMMENT ON FUNCTION objectid_in(cstring) IS 'objectid text input: 24 hexadecimal digits, either case.';
+COMMENT ON FUNCTION objectid_out(objectid) IS 'objectid text output: 24 lowercase hexadecimal digits.';
+COMMENT ON FUNCTION objectid_recv(internal) IS 'objectid binary input: its 12 bytes.';
+COMMENT ON FUNCTION objectid_send(objectid) IS 'objectid binary output: its 12 bytes.';
+COMMENT ON FUNCTION objectid(bytea) IS 'Cast from bytea: exactly 12 bytes.';
+COMMENT ON FUNCTION bytea(objectid) IS 'Cast to bytea: the 12 bytes.';
+COMMENT ON FUNCTION objectid_cmp(objectid, objectid) IS 'Btree support: -1, 0 or 1 in byte (= time) order.';
+COMMENT ON FUNCTION objectid_eq(objectid, objectid) IS 'Implements objectid = objectid.';
+COMMENT ON FUNCTION objectid_ne(objectid, objectid) IS 'Implements objectid <> objectid.';
+COMMENT ON FUNCTION objectid_lt(objectid, objectid) IS 'Implements objectid < objectid.';
+COMMENT ON FUNCTION objectid_le(objectid, objectid) IS 'Implements objectid <= objectid.';
+COMMENT ON FUNCTION objectid_gt(objectid, objectid) IS 'Implements objectid > objectid.';
+COMMENT ON FUNCTION objectid_ge(objectid, objectid) IS 'Implements objectid >= objectid.';
+COMMENT ON FUNCTION objectid_hash(objectid) IS 'Hash support: hash of the 12 bytes.';
+COMMENT ON FUNCTION objectid_hash_extended(objectid, bigint) IS 'Hash support with a seed (hash partitioning).';

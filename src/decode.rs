@@ -59,18 +59,19 @@ fn snowflake_timestamp(id: i64) -> TimestampWithTimeZone {
 /// `WHERE id >= snowflake_min_id(now() - interval '1 day')` is an index range scan.
 fn snowflake_min_id(ts: TimestampWithTimeZone) -> i64 {
     let layout = &settings::config().layout;
-    let tick = tick_of(&layout.clock(), "snowflake", ts);
+    let tick = tick_of(&layout.clock(), "snowflake ids", ts);
     layout.compose(Parts { tick, node_id: 0, sequence: 0 })
 }
 
 /// The tick of a time on an id family's clock, for the `…_min` helpers. Rounds down: ids of the
 /// tick that contains `ts` may have been made after `ts`; starting at the tick's smallest id
 /// includes them (and the few made earlier within that tick).
-pub fn tick_of(clock: &TickClock, family: &str, ts: TimestampWithTimeZone) -> u64 {
+/// `ids` names the family in the plural, as messages say it ("snowflake ids", "ObjectIds").
+pub fn tick_of(clock: &TickClock, ids: &str, ts: TimestampWithTimeZone) -> u64 {
     if !ts.is_finite() {
         errors::raise(
             PgSqlErrorCode::ERRCODE_DATETIME_FIELD_OVERFLOW,
-            format!("infinite timestamps have no {family} id"),
+            format!("{ts} is outside the range of {ids}"),
             None,
             None,
         );
@@ -79,9 +80,11 @@ pub fn tick_of(clock: &TickClock, family: &str, ts: TimestampWithTimeZone) -> u6
     clock.tick_at(unix_us).unwrap_or_else(|| {
         errors::raise(
             PgSqlErrorCode::ERRCODE_DATETIME_FIELD_OVERFLOW,
-            format!("time {} is outside the range of {family} ids", clock::format_unix_micros(unix_us)),
+            format!("time {} is outside the range of {ids}", clock::format_unix_micros(unix_us)),
             Some(format!(
-                "{family} ids cover {} to {}.",
+                "{}{} cover {} to {}.",
+                ids[..1].to_uppercase(),
+                &ids[1..],
                 clock::format_unix_micros(clock.epoch_us),
                 clock::format_unix_micros(clock.end_us())
             )),
@@ -93,7 +96,7 @@ pub fn tick_of(clock: &TickClock, family: &str, ts: TimestampWithTimeZone) -> u6
 #[pg_extern(immutable, parallel_safe)]
 /// The smallest UUIDv7 of the millisecond of `ts`, for `WHERE id >= uuid_v7_min(…)` range scans.
 fn uuid_v7_min(ts: TimestampWithTimeZone) -> pgrx::Uuid {
-    pgrx::Uuid::from_bytes(uuid7::from_parts(tick_of(&uuid7::MILLISECONDS, "UUIDv7", ts), 0, 0))
+    pgrx::Uuid::from_bytes(uuid7::from_parts(tick_of(&uuid7::MILLISECONDS, "UUIDv7s", ts), 0, 0))
 }
 
 /// The time, version and sequence of a UUID: RFC 9562 versions 1, 6 and 7 carry a time; others
@@ -129,7 +132,7 @@ c_functions! {
     /// `objectid_min(timestamptz)`: the smallest ObjectId of that second.
     fn pg_idgen_objectid_min / pg_finfo_pg_idgen_objectid_min (fcinfo) {
         let ts: TimestampWithTimeZone = c_function::arg(fcinfo, 0);
-        let seconds = tick_of(&objectid::SECONDS, "objectid", ts);
+        let seconds = tick_of(&objectid::SECONDS, "ObjectIds", ts);
         objectid::datum(ObjectId::from_parts(seconds as u32, [0; 5], 0))
     }
 

@@ -28,6 +28,6 @@ phase() {
     fi
 }
 
-phase preloaded "shared_preload_libraries = 'pg_idgen';pg_idgen.node_id = 7" setup snowflake decode status settings
+phase preloaded "shared_preload_libraries = 'pg_idgen';pg_idgen.node_id = 7" setup snowflake decode objectid uuid7 status settings
 phase node_id_unset "shared_preload_libraries = 'pg_idgen'" setup node_id_unset
 phase not_preloaded "" setup not_preloaded

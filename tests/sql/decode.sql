@@ -19,7 +19,7 @@ SELECT snowflake_timestamp(4194324522);
 -- A NULL id decodes to NULL and keeps its row.
 SELECT id, (id_decode(id)).ts, snowflake_timestamp(id)
   FROM (VALUES (NULL::bigint), (4194324522)) AS v(id);
-SELECT id_decode(NULL) IS NULL AS null_row;
+SELECT id_decode(NULL::bigint) IS NULL AS null_row;
 
 -- Negative numbers are never snowflake ids.
 SELECT id_decode(-1);
