@@ -7,6 +7,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::thread;
 use std::time::{Duration, Instant};
 
 pub use postgres::{Client, NoTls};
@@ -171,4 +172,77 @@ pub fn started_cluster(name: &str, port: u16, settings: &[&str]) -> Cluster {
 /// The SQLSTATE of a failed statement.
 pub fn sqlstate(error: &postgres::Error) -> String {
     error.code().map(|c| c.code().to_string()).unwrap_or_else(|| format!("no SQLSTATE: {error}"))
+}
+
+/// Has `clients` connections take `per_client` ids each from `generator` (an SQL expression of
+/// type `sql_type`) at full speed, half through `INSERT … SELECT` and half fetched by the client
+/// (as text) and stored back, into a new table `table (client, n, id, made_at)`. Asserts that the
+/// stored rows have no duplicate and that each client's ids strictly increase in the order they
+/// were made.
+pub fn generate_concurrently(cluster: &Cluster, table: &str, generator: &str, sql_type: &str, clients: i32, per_client: i32) {
+    const BATCH: i32 = 10_000;
+    cluster
+        .connect()
+        .batch_execute(&format!("CREATE TABLE {table} (client int, n int, id {sql_type}, made_at timestamptz)"))
+        .unwrap();
+    let insert_made = format!(
+        "INSERT INTO {table} SELECT $1, n, {generator}, clock_timestamp()
+           FROM generate_series($2::int, $2::int + $3::int - 1) AS n"
+    );
+    let fetch = format!("SELECT ({generator})::text, clock_timestamp()::text FROM generate_series(1, $1::int)");
+    let store_fetched = format!(
+        "INSERT INTO {table} SELECT $1, $2::int + o::int - 1, id::{sql_type}, made::timestamptz
+           FROM unnest($3::text[], $4::text[]) WITH ORDINALITY AS u(id, made, o)"
+    );
+    thread::scope(|scope| {
+        for client in 0..clients {
+            let mut db = cluster.connect();
+            let (insert_made, fetch, store_fetched) = (&insert_made, &fetch, &store_fetched);
+            scope.spawn(move || {
+                for start in (0..per_client).step_by(BATCH as usize) {
+                    let batch = BATCH.min(per_client - start);
+                    if (start / BATCH) % 2 == 0 {
+                        db.execute(insert_made, &[&client, &start, &batch]).unwrap();
+                    } else {
+                        let rows = db.query(fetch, &[&batch]).unwrap();
+                        let ids: Vec<String> = rows.iter().map(|r| r.get(0)).collect();
+                        let made: Vec<String> = rows.iter().map(|r| r.get(1)).collect();
+                        db.execute(store_fetched, &[&client, &start, &ids, &made]).unwrap();
+                    }
+                }
+            });
+        }
+    });
+
+    let mut db = cluster.connect();
+    let row = db.query_one(&format!("SELECT count(*), count(DISTINCT id) FROM {table}"), &[]).unwrap();
+    let (total, distinct): (i64, i64) = (row.get(0), row.get(1));
+    assert_eq!(total, (clients * per_client) as i64, "{table}: every id was stored");
+    assert_eq!(distinct, total, "{table}: every id is distinct");
+    let not_increasing: i64 = db
+        .query_one(
+            &format!(
+                "SELECT count(*) FROM (SELECT id, lag(id) OVER (PARTITION BY client ORDER BY n) AS previous FROM {table}) AS p
+                  WHERE id <= previous"
+            ),
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(not_increasing, 0, "{table}: each client's ids strictly increase");
+}
+
+/// Two clients take turns, `rounds` times: A takes an id, then B. B's id must be greater: the
+/// order holds across backends, not only within one. Compares in SQL, in the type's own order.
+pub fn assert_cross_backend_order(cluster: &Cluster, generator: &str, sql_type: &str, rounds: usize) {
+    let mut a = cluster.connect();
+    let mut b = cluster.connect();
+    let take = format!("SELECT ({generator})::text");
+    let compare = format!("SELECT $1::text::{sql_type} < $2::text::{sql_type}");
+    for round in 0..rounds {
+        let first: String = a.query_one(&take, &[]).unwrap().get(0);
+        let second: String = b.query_one(&take, &[]).unwrap().get(0);
+        let ordered: bool = a.query_one(&compare, &[&first, &second]).unwrap().get(0);
+        assert!(ordered, "{generator}, round {round}: B's {second} is not greater than A's earlier {first}");
+    }
 }

@@ -1,12 +1,9 @@
 //! System tests of snowflake ids: real clusters, concurrent clients, settings checked at start.
 
-use std::thread;
-
-use pg_idgen_system_tests::{sqlstate, started_cluster, Cluster};
+use pg_idgen_system_tests::{assert_cross_backend_order, generate_concurrently, sqlstate, started_cluster, Cluster};
 
 const CLIENTS: i32 = 4;
 const IDS_PER_CLIENT: i32 = 250_000;
-const BATCH: i32 = 10_000;
 
 /// Claim: 4 clients taking 250,000 ids each at full speed, half through INSERT … SELECT and half
 /// fetched by the client, never see a duplicate; each client's ids strictly increase; every id
@@ -14,76 +11,23 @@ const BATCH: i32 = 10_000;
 #[test]
 fn concurrent_clients_never_get_a_duplicate() {
     let cluster = started_cluster("concurrent", 54340, &["pg_idgen.node_id = 7"]);
-    cluster
-        .connect()
-        .batch_execute("CREATE TABLE ids (client int, n int, id bigint, made_at timestamptz)")
-        .unwrap();
-
-    let workers: Vec<_> = (0..CLIENTS)
-        .map(|client| {
-            let mut db = cluster.connect();
-            thread::spawn(move || {
-                let mut previous = i64::MIN;
-                for start in (0..IDS_PER_CLIENT).step_by(BATCH as usize) {
-                    if (start / BATCH) % 2 == 0 {
-                        // Made and stored inside the server.
-                        db.execute(
-                            "INSERT INTO ids SELECT $1, n, snowflake_next(), clock_timestamp()
-                               FROM generate_series($2::int, $2::int + $3::int - 1) AS n",
-                            &[&client, &start, &BATCH],
-                        )
-                        .unwrap();
-                        previous = i64::MIN; // the window check below covers these batches
-                    } else {
-                        // Fetched by the client, checked in arrival order, then stored.
-                        let rows = db
-                            .query("SELECT snowflake_next(), clock_timestamp()::text FROM generate_series(1, $1::int)", &[&BATCH])
-                            .unwrap();
-                        let ids: Vec<i64> = rows.iter().map(|r| r.get(0)).collect();
-                        let made: Vec<String> = rows.iter().map(|r| r.get(1)).collect();
-                        for &id in &ids {
-                            assert!(id > previous, "client {client}: id {id} after {previous}");
-                            previous = id;
-                        }
-                        db.execute(
-                            "INSERT INTO ids SELECT $1, $2::int + o::int - 1, id, made::timestamptz
-                               FROM unnest($3::bigint[], $4::text[]) WITH ORDINALITY AS u(id, made, o)",
-                            &[&client, &start, &ids, &made],
-                        )
-                        .unwrap();
-                    }
-                }
-            })
-        })
-        .collect();
-    for worker in workers {
-        worker.join().expect("client thread");
-    }
+    generate_concurrently(&cluster, "ids", "snowflake_next()", "bigint", CLIENTS, IDS_PER_CLIENT);
 
     let mut db = cluster.connect();
-    let row = db.query_one("SELECT count(*), count(DISTINCT id) FROM ids", &[]).unwrap();
-    let (total, distinct): (i64, i64) = (row.get(0), row.get(1));
-    assert_eq!(total, (CLIENTS * IDS_PER_CLIENT) as i64);
-    assert_eq!(distinct, total, "every id is distinct");
-
-    let not_increasing: i64 = db
-        .query_one(
-            "SELECT count(*) FROM (SELECT id, lag(id) OVER (PARTITION BY client ORDER BY n) AS previous FROM ids) AS p
-              WHERE id <= previous",
-            &[],
-        )
-        .unwrap()
-        .get(0);
-    assert_eq!(not_increasing, 0, "each client's ids strictly increase");
-
     let other_nodes: i64 = db.query_one("SELECT count(*) FROM ids WHERE (id_decode(id)).node_id <> 7", &[]).unwrap().get(0);
     assert_eq!(other_nodes, 0, "every id carries node id 7");
-
     let off_time: i64 = db
         .query_one("SELECT count(*) FROM ids WHERE abs(extract(epoch FROM (id_decode(id)).ts - made_at)) >= 1", &[])
         .unwrap()
         .get(0);
     assert_eq!(off_time, 0, "every id's time is within 1 s of when it was made");
+}
+
+/// Claim: an id taken by one backend after another backend took one is greater.
+#[test]
+fn order_holds_across_backends() {
+    let cluster = started_cluster("order", 54352, &["pg_idgen.node_id = 2"]);
+    assert_cross_backend_order(&cluster, "snowflake_next()", "bigint", 10_000);
 }
 
 /// Claim: ids made slowly (about 1 ms apart, so nearly every one starts a new tick) spread
@@ -183,7 +127,7 @@ fn presets_and_overrides_shape_the_ids() {
     }
 }
 
-/// Claim: a hot standby refuses to generate (SQLSTATE 25006, like nextval()), but decodes.
+/// Claim: a hot standby refuses to generate any id (SQLSTATE 25006, like nextval()), but decodes.
 #[test]
 fn a_standby_refuses_to_generate_but_decodes() {
     let primary = started_cluster("primary", 54350, &["pg_idgen.node_id = 1"]);
@@ -194,8 +138,10 @@ fn a_standby_refuses_to_generate_but_decodes() {
     let mut db = standby.connect();
     let in_recovery: bool = db.query_one("SELECT pg_is_in_recovery()", &[]).unwrap().get(0);
     assert!(in_recovery);
-    let error = db.query_one("SELECT snowflake_next()", &[]).expect_err("a standby must not generate");
-    assert_eq!(sqlstate(&error), "25006", "{error}");
-    let node: i32 = db.query_one("SELECT (id_decode($1)).node_id", &[&id]).unwrap().get(0);
+    for generator in ["snowflake_next()", "objectid_gen()", "uuid_v7_next()"] {
+        let error = db.query_one(&format!("SELECT {generator}"), &[]).expect_err("a standby must not generate");
+        assert_eq!(sqlstate(&error), "25006", "{generator}: {error}");
+    }
+    let node: i32 = db.query_one("SELECT (id_decode($1::bigint)).node_id", &[&id]).unwrap().get(0);
     assert_eq!(node, 1);
 }
