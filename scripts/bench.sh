@@ -29,16 +29,19 @@ measure() {
 column() { awk -F'|' -v f="$1" -v c="$2" '{gsub(/^ +| +$/, "", $1)} $1 == f {gsub(/ /, "", $c); print $c}' "$WORK_ROOT/bench-last.txt"; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f%%", 100 * a / b }'; }
 
-# 1. Cost per call. A layout whose cap (262,144,000 ids/s) is far above what one backend can
+# 1. Cost per call of every generator. For snowflake, a layout whose cap (262,144,000 ids/s) is far above what one backend can
 #    call, so the generator never waits for the clock and only its own cost shows.
 measure "cost per call, snowflake layout 41/4/18 (cap far above the call rate), N=$N" \
-    "{g,snowflake_next(),\"nextval('bench_seq')\",gen_random_uuid()}" \
+    "{g,snowflake_next(),\"nextval('bench_seq')\",gen_random_uuid(),objectid_gen(),uuid_v7_next()}" \
     "pg_idgen.node_id = 1" "pg_idgen.node_bits = 4" "pg_idgen.sequence_bits = 18"
 snow=$(column 'snowflake_next()' 4)
 seq=$(column "nextval('bench_seq')" 4)
 uuid=$(column 'gen_random_uuid()' 4)
 raw_rate=$(column 'snowflake_next()' 3)
 echo "snowflake_next() cost above baseline: $(ratio "$snow" "$seq") of nextval()'s, $(ratio "$snow" "$uuid") of gen_random_uuid()'s (target: <= 25% of nextval()'s)"
+for f in 'objectid_gen()' 'uuid_v7_next()'; do
+    echo "$f cost above baseline: $(ratio "$(column "$f" 4)" "$uuid") of gen_random_uuid()'s (target: <= 50%)"
+done
 
 # 2. Sustained rate with the default layout (twitter 41/10/12: 4,096 ids per ms, 4,096,000 ids/s).
 #    max_clock_borrow = 0 so the run cannot finish early on time borrowed from the future.
