@@ -115,3 +115,16 @@ CREATE FUNCTION pg_idgen_status(
     RETURNS record
     AS 'MODULE_PATHNAME', 'pg_idgen_status'
     LANGUAGE C VOLATILE PARALLEL SAFE;
+
+------------------------------------------------------------------------------------------------
+-- Segment tags: one row per tag. max_id is the last number of the last range allocated; the
+-- worker moves it forward in its own transactions. pg_dump carries the rows.
+------------------------------------------------------------------------------------------------
+CREATE TABLE segment_tag (
+    tag         text PRIMARY KEY CHECK (octet_length(tag) BETWEEN 1 AND 63),
+    max_id      bigint NOT NULL,
+    step        int NOT NULL CHECK (step > 0),
+    description text,
+    updated_at  timestamptz NOT NULL DEFAULT now()
+);
+SELECT pg_catalog.pg_extension_config_dump('segment_tag', '');

@@ -15,6 +15,13 @@ pub fn wall_unix_micros() -> i64 {
     ts.tv_sec * 1_000_000 + ts.tv_nsec / 1000
 }
 
+/// Milliseconds of `CLOCK_MONOTONIC`, for deadlines: it never steps.
+pub fn monotonic_millis() -> i64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec * 1000 + ts.tv_nsec / 1_000_000
+}
+
 pub fn pg_to_unix_micros(pg_us: i64) -> i64 {
     pg_us + PG_EPOCH_OFFSET_US
 }

@@ -10,11 +10,13 @@ mod layout;
 mod monotonic;
 mod objectid;
 mod random;
+mod segment;
 mod settings;
 mod shmem;
 mod snowflake;
 mod status;
 mod uuid7;
+mod worker;
 
 ::pgrx::pg_module_magic!();
 
@@ -29,6 +31,7 @@ pub extern "C-unwind" fn _PG_init() {
     settings::declare(preloading);
     if preloading {
         shmem::install_hooks();
+        worker::register();
     }
 }
 

@@ -30,6 +30,13 @@ static SEQUENCE_BITS: GucSetting<i32> = GucSetting::<i32>::new(FROM_PRESET);
 static TIME_UNIT: GucSetting<i32> = GucSetting::<i32>::new(FROM_PRESET);
 static MAX_CLOCK_BORROW: GucSetting<i32> = GucSetting::<i32>::new(1000);
 static MAX_CLOCK_WAIT: GucSetting<i32> = GucSetting::<i32>::new(1000);
+static MAX_TAGS: GucSetting<i32> = GucSetting::<i32>::new(1024);
+static DATABASE: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(Some(c"postgres"));
+static SEGMENT_WAIT_TIMEOUT: GucSetting<i32> = GucSetting::<i32>::new(5000);
+static SEGMENT_PREFETCH_PERCENT: GucSetting<i32> = GucSetting::<i32>::new(10);
+static SEGMENT_MAX_STEP: GucSetting<i32> = GucSetting::<i32>::new(1_000_000);
+static SEGMENT_FAST_RANGE: GucSetting<i32> = GucSetting::<i32>::new(15 * 60 * 1000);
+static SEGMENT_SLOW_RANGE: GucSetting<i32> = GucSetting::<i32>::new(30 * 60 * 1000);
 
 /// The integer settings, with the raw text that postgresql.conf gave them (see `declare`).
 struct IntSetting {
@@ -39,7 +46,7 @@ struct IntSetting {
     flags: GucFlags,
 }
 
-const INT_SETTINGS: [IntSetting; 7] = [
+const INT_SETTINGS: [IntSetting; 13] = [
     IntSetting {
         name: c"pg_idgen.node_id",
         setting: &NODE_ID,
@@ -79,18 +86,67 @@ const INT_SETTINGS: [IntSetting; 7] = [
     IntSetting {
         name: c"pg_idgen.max_clock_wait",
         setting: &MAX_CLOCK_WAIT,
-        short: c"How long a snowflake call may wait for the clock before it raises an error.",
+        short: c"How long a generator call may wait for the clock before it raises an error.",
+        flags: GucFlags::UNIT_MS,
+    },
+    IntSetting {
+        name: c"pg_idgen.max_tags",
+        setting: &MAX_TAGS,
+        short: c"Segment tags that can be cached in shared memory at once.",
+        flags: GucFlags::empty(),
+    },
+    IntSetting {
+        name: c"pg_idgen.segment_wait_timeout",
+        setting: &SEGMENT_WAIT_TIMEOUT,
+        short: c"How long segment_next() waits for a new range before it raises an error.",
+        flags: GucFlags::UNIT_MS,
+    },
+    IntSetting {
+        name: c"pg_idgen.segment_prefetch_percent",
+        setting: &SEGMENT_PREFETCH_PERCENT,
+        short: c"Share of a segment range used up when the worker is asked to load the next one.",
+        flags: GucFlags::empty(),
+    },
+    IntSetting {
+        name: c"pg_idgen.segment_max_step",
+        setting: &SEGMENT_MAX_STEP,
+        short: c"Largest step the dynamic step may grow a segment range to.",
+        flags: GucFlags::empty(),
+    },
+    IntSetting {
+        name: c"pg_idgen.segment_fast_range",
+        setting: &SEGMENT_FAST_RANGE,
+        short: c"A segment range used up faster than this doubles the next step.",
+        flags: GucFlags::UNIT_MS,
+    },
+    IntSetting {
+        name: c"pg_idgen.segment_slow_range",
+        setting: &SEGMENT_SLOW_RANGE,
+        short: c"A segment range that lasted longer than this halves the next step.",
         flags: GucFlags::UNIT_MS,
     },
 ];
 
 /// The validated configuration every module reads. Fixed for the life of the server.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct Config {
     pub layout: Layout,
     pub node_id: Option<u32>,
     pub max_clock_borrow_ms: u64,
     pub max_clock_wait_ms: u64,
+    pub segments: SegmentConfig,
+}
+
+/// Settings of the segment cache and its worker.
+#[derive(Clone, Debug)]
+pub struct SegmentConfig {
+    pub max_tags: usize,
+    pub database: String,
+    pub wait_timeout_ms: u64,
+    pub prefetch_percent: u64,
+    pub max_step: u64,
+    pub fast_range_ms: u64,
+    pub slow_range_ms: u64,
 }
 
 static CONFIG: OnceLock<Config> = OnceLock::new();
@@ -117,6 +173,14 @@ pub fn declare(preloading: bool) {
         &EPOCH,
         context(),
         GucFlags::default(),
+    );
+    GucRegistry::define_string_guc(
+        c"pg_idgen.database",
+        c"Database the pg_idgen worker connects to; segment tags live in it.",
+        c"",
+        &DATABASE,
+        context(),
+        GucFlags::empty(),
     );
     GucRegistry::define_string_guc(
         c"pg_idgen.layout",
@@ -232,11 +296,33 @@ fn load(level: PgLogLevel) -> Config {
         v if v >= 0 => v as u64,
         v => invalid(level, name, &v.to_string(), "It must not be negative."),
     };
+    let within = |name: &CStr, setting: &GucSetting<i32>, range: std::ops::RangeInclusive<i32>| match setting.get() {
+        v if range.contains(&v) => v as u64,
+        v => invalid(level, name, &v.to_string(), &format!("It must be between {} and {}.", range.start(), range.end())),
+    };
+    let segments = SegmentConfig {
+        max_tags: within(c"pg_idgen.max_tags", &MAX_TAGS, 1..=1_000_000) as usize,
+        database: string_value(&DATABASE, "postgres"),
+        wait_timeout_ms: within(c"pg_idgen.segment_wait_timeout", &SEGMENT_WAIT_TIMEOUT, 1..=i32::MAX),
+        prefetch_percent: within(c"pg_idgen.segment_prefetch_percent", &SEGMENT_PREFETCH_PERCENT, 0..=99),
+        max_step: within(c"pg_idgen.segment_max_step", &SEGMENT_MAX_STEP, 1..=i32::MAX),
+        fast_range_ms: within(c"pg_idgen.segment_fast_range", &SEGMENT_FAST_RANGE, 0..=i32::MAX),
+        slow_range_ms: within(c"pg_idgen.segment_slow_range", &SEGMENT_SLOW_RANGE, 0..=i32::MAX),
+    };
+    if segments.slow_range_ms < segments.fast_range_ms {
+        invalid(
+            level,
+            c"pg_idgen.segment_slow_range",
+            &segments.slow_range_ms.to_string(),
+            "It must not be shorter than pg_idgen.segment_fast_range.",
+        );
+    }
     Config {
         layout,
         node_id,
         max_clock_borrow_ms: non_negative(c"pg_idgen.max_clock_borrow", &MAX_CLOCK_BORROW),
         max_clock_wait_ms: non_negative(c"pg_idgen.max_clock_wait", &MAX_CLOCK_WAIT),
+        segments,
     }
 }
 

@@ -3,10 +3,12 @@
 //!
 //! Only atomics live here; each generator owns its fields and touches them lock-free.
 
-use std::sync::atomic::{AtomicI64, AtomicU64};
+use std::sync::atomic::{AtomicI64, AtomicPtr, AtomicU64};
 
 use pgrx::pg_sys;
 use pgrx::prelude::*;
+
+use crate::segment::Slot;
 
 /// Keeps a hot atomic on a cache line of its own, so that generators do not slow each other
 /// down by writing neighbouring fields.
@@ -22,7 +24,6 @@ impl<T> std::ops::Deref for CacheLine<T> {
 }
 
 #[repr(C)]
-#[derive(Default)]
 pub struct SharedState {
     /// Snowflake: `tick << sequence_bits | sequence` of the last id handed out (node bits left out,
     /// they are constant). Moves only forward, by compare-and-swap.
@@ -38,21 +39,46 @@ pub struct SharedState {
     /// How many times the wall clock was seen to step backwards, and the largest step (µs).
     pub clock_backward_events: AtomicU64,
     pub clock_backward_max_us: AtomicU64,
+    /// The segment worker's latch while it runs (null otherwise): backends set it to ask for
+    /// ranges.
+    pub worker_latch: AtomicPtr<pg_sys::Latch>,
+    /// Broadcast by the worker whenever it published ranges or gave up on a tag.
+    pub segment_loaded: pg_sys::ConditionVariable,
 }
 
 impl SharedState {
-    /// A fresh state. The ObjectId random part and counter start are chosen here, once per
-    /// server start (and again after a crash), as the BSON spec asks.
-    fn new() -> SharedState {
-        let state = SharedState { objectid_random: crate::random::os_bytes::<5>(), ..SharedState::default() };
-        let [a, b, c] = crate::random::os_bytes::<3>();
-        state.objectid_last.store(u64::from_be_bytes([0, 0, 0, 0, 0, a, b, c]), std::sync::atomic::Ordering::Relaxed);
-        state
+    /// Builds a fresh state in place. The ObjectId random part and counter start are chosen here,
+    /// once per server start (and again after a crash), as the BSON spec asks.
+    ///
+    /// # Safety
+    /// `state` points to enough shared memory for the state, which nobody uses yet.
+    unsafe fn init(state: *mut SharedState) {
+        unsafe {
+            // All-zero is a valid start for every atomic; the condition variable is initialised.
+            state.write_bytes(0, 1);
+            (*state).objectid_random = crate::random::os_bytes::<5>();
+            let [a, b, c] = crate::random::os_bytes::<3>();
+            (*state).objectid_last.store(u64::from_be_bytes([0, 0, 0, 0, 0, a, b, c]), std::sync::atomic::Ordering::Relaxed);
+            pg_sys::ConditionVariableInit(&raw mut (*state).segment_loaded);
+        }
+    }
+
+    /// The condition variable, as PostgreSQL's functions want it.
+    pub fn segment_loaded(&self) -> *mut pg_sys::ConditionVariable {
+        (&raw const self.segment_loaded).cast_mut()
     }
 }
 
-/// Set in the postmaster by the startup hook; backends inherit it through fork.
+/// Bytes of shared memory: the state, then one segment slot per `pg_idgen.max_tags`.
+fn shared_size() -> usize {
+    std::mem::size_of::<SharedState>() + crate::settings::config().segments.max_tags * std::mem::size_of::<Slot>()
+}
+
+/// Set in the postmaster by the startup hook; backends inherit them through fork.
 static mut SHARED: *const SharedState = std::ptr::null();
+static mut SLOTS: *const Slot = std::ptr::null();
+static mut SEGMENT_LOCK: *mut pg_sys::LWLock = std::ptr::null_mut();
+const LOCK_TRANCHE: &std::ffi::CStr = c"pg_idgen";
 static mut PREV_SHMEM_REQUEST_HOOK: pg_sys::shmem_request_hook_type = None;
 static mut PREV_SHMEM_STARTUP_HOOK: pg_sys::shmem_startup_hook_type = None;
 
@@ -73,7 +99,8 @@ unsafe extern "C-unwind" fn request_shared_memory() {
         if let Some(prev) = PREV_SHMEM_REQUEST_HOOK {
             prev();
         }
-        pg_sys::RequestAddinShmemSpace(std::mem::size_of::<SharedState>());
+        pg_sys::RequestAddinShmemSpace(shared_size());
+        pg_sys::RequestNamedLWLockTranche(LOCK_TRANCHE.as_ptr(), 1);
     }
 }
 
@@ -88,12 +115,17 @@ unsafe extern "C-unwind" fn attach_shared_memory() {
         let lock = &raw mut (*pg_sys::MainLWLockArray.add(ADDIN_SHMEM_INIT_LOCK)).lock;
         pg_sys::LWLockAcquire(lock, pg_sys::LWLockMode::LW_EXCLUSIVE);
         let mut found = false;
-        let state = pg_sys::ShmemInitStruct(c"pg_idgen".as_ptr(), std::mem::size_of::<SharedState>(), &mut found)
-            .cast::<SharedState>();
+        let state = pg_sys::ShmemInitStruct(c"pg_idgen".as_ptr(), shared_size(), &mut found).cast::<SharedState>();
+        let slots = state.add(1).cast::<Slot>();
         if !found {
-            state.write(SharedState::new());
+            SharedState::init(state);
+            for i in 0..crate::settings::config().segments.max_tags {
+                Slot::init(slots.add(i));
+            }
         }
         SHARED = state;
+        SLOTS = slots;
+        SEGMENT_LOCK = &raw mut (*pg_sys::GetNamedLWLockTranche(LOCK_TRANCHE.as_ptr())).lock;
         pg_sys::LWLockRelease(lock);
     }
 }
@@ -109,6 +141,23 @@ pub fn shared() -> &'static SharedState {
         not_preloaded();
     }
     unsafe { &*state }
+}
+
+/// Whether the library was preloaded and its shared memory is there.
+pub fn is_attached() -> bool {
+    unsafe { !SHARED.is_null() }
+}
+
+/// The segment slots, `pg_idgen.max_tags` of them.
+pub fn slots() -> &'static [Slot] {
+    shared();
+    unsafe { std::slice::from_raw_parts(SLOTS, crate::settings::config().segments.max_tags) }
+}
+
+/// The LWLock that guards registering, dropping and switching segment slots.
+pub fn segment_lock() -> *mut pg_sys::LWLock {
+    shared();
+    unsafe { SEGMENT_LOCK }
 }
 
 #[cold]
