@@ -63,7 +63,8 @@ cluster_start() {
         echo "fsync = off"
         printf '%s\n' "$@"
     } | as_postgres tee "$dir/data/cluster.conf" >/dev/null
-    as_postgres "$PG_BIN/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w start >/dev/null
+    # Why no RUST_BACKTRACE: with it, a Rust error's DETAIL carries a backtrace.
+    env -u RUST_BACKTRACE runuser -u postgres -- "$PG_BIN/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w start >/dev/null
 }
 
 cluster_stop() {

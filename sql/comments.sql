@@ -39,3 +39,13 @@ COMMENT ON FUNCTION objectid_gt(objectid, objectid) IS 'Implements objectid > ob
 COMMENT ON FUNCTION objectid_ge(objectid, objectid) IS 'Implements objectid >= objectid.';
 COMMENT ON FUNCTION objectid_hash(objectid) IS 'Hash support: hash of the 12 bytes.';
 COMMENT ON FUNCTION objectid_hash_extended(objectid, bigint) IS 'Hash support with a seed (hash partitioning).';
+COMMENT ON TABLE segment_tag IS
+    'Segment tags: max_id is the last number of the last range the pg_idgen worker allocated; step is the smallest range.';
+COMMENT ON FUNCTION segment_next(text) IS
+    'Next number of a segment tag: unique and increasing per tag, served from ranges cached in shared memory.';
+COMMENT ON FUNCTION segment_create(text, bigint, int, text) IS
+    'Creates a segment tag whose first number is start; step is the size of its smallest range.';
+COMMENT ON FUNCTION segment_drop(text) IS
+    'Drops a segment tag; its cached numbers are never served again.';
+COMMENT ON FUNCTION segment_status() IS
+    'One row per cached segment tag: current and next range, next value, step, ids/s over the last minute, waits.';

@@ -41,6 +41,7 @@ pub mod pg_test {
     pub fn setup(_options: Vec<&str>) {}
 
     pub fn postgresql_conf_options() -> Vec<&'static str> {
-        vec!["shared_preload_libraries = 'pg_idgen'", "pg_idgen.node_id = 7"]
+        // The worker serves the test database (created after start; it retries until then).
+        vec!["shared_preload_libraries = 'pg_idgen'", "pg_idgen.node_id = 7", "pg_idgen.database = 'pgrx_tests'"]
     }
 }

@@ -147,6 +147,9 @@ impl Drop for SlotLock {
 thread_local! {
     /// This backend's map from tag to (slot index, slot version).
     static LOOKUP: RefCell<HashMap<String, (usize, u64)>> = RefCell::new(HashMap::new());
+    /// The last tag looked up, checked first: most statements draw from one tag, and comparing
+    /// bytes is cheaper than hashing them.
+    static LAST: RefCell<(String, usize, u64)> = const { RefCell::new((String::new(), 0, 0)) };
     /// This backend is connected to pg_idgen.database (checked once).
     static RIGHT_DATABASE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
@@ -159,10 +162,11 @@ fn segment_next(tag: &str) -> i64 {
     require_worker_database();
     let slots = shmem::slots();
     loop {
-        let (index, version) = LOOKUP.with(|l| l.borrow().get(tag).copied()).unwrap_or_else(|| register(tag));
+        let (index, version) = lookup(tag);
         let slot = &slots[index];
         if slot.version.load(Ordering::Acquire) != version || slot.state.load(Ordering::Acquire) != ACTIVE {
             LOOKUP.with(|l| l.borrow_mut().remove(tag));
+            LAST.with(|last| last.borrow_mut().0.clear());
             continue;
         }
         let cursor = slot.cursor.fetch_add(1, Ordering::AcqRel);
@@ -178,6 +182,20 @@ fn segment_next(tag: &str) -> i64 {
         }
         switch_or_wait(slot, tag, version, generation);
     }
+}
+
+/// The slot index and version of a tag, from this backend's caches or by registering it.
+#[inline]
+fn lookup(tag: &str) -> (usize, u64) {
+    let hit = LAST.with(|last| {
+        let last = last.borrow();
+        (last.0 == tag).then_some((last.1, last.2))
+    });
+    hit.unwrap_or_else(|| {
+        let found = LOOKUP.with(|l| l.borrow().get(tag).copied()).unwrap_or_else(|| register(tag));
+        LAST.with(|last| *last.borrow_mut() = (tag.to_string(), found.0, found.1));
+        found
+    })
 }
 
 /// The offset whose taking asks for the next range.
@@ -240,8 +258,13 @@ fn wait_for_range(slot: &Slot, tag: &str, version: u64, generation: u64) {
         // Wakes on the worker's broadcast, a timeout, or an interrupt (it checks for those).
         unsafe { pg_sys::ConditionVariableTimedSleep(cv, remaining.min(100) as _, pg_sys::PG_WAIT_EXTENSION) };
     }
-    // A dropped tag bumped the version: the caller looks the tag up again and finds it gone.
     unsafe { pg_sys::ConditionVariableCancelSleep() };
+    if slot.state.load(Ordering::Acquire) == DROPPED {
+        unknown_tag(
+            tag,
+            "The worker does not find it in the tag table: it was dropped, or it was created in a transaction that has not committed yet.",
+        );
+    }
 }
 
 #[cold]

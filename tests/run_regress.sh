@@ -9,12 +9,17 @@ PORT=54331
 PG_REGRESS=$($PG_CONFIG --pkglibdir)/pgxs/src/test/regress/pg_regress
 OUT=$WORK_ROOT/regress-out
 trap 'cluster_remove regress' EXIT
+cluster_remove regress
 rm -rf "$OUT" && mkdir -p "$OUT"
 
-# phase NAME "CONF-LINE ..." TEST...
+# phase NAME DATABASE "CONF-LINE;..." TEST...
+# The first phase runs in the existing `postgres` database of a fresh cluster, because the
+# pg_idgen worker connects there (pg_idgen.database) and pg_regress could not drop it.
 phase() {
-    local name=$1 conf=$2
-    shift 2
+    local name=$1 database=$2 conf=$3
+    shift 3
+    local existing=()
+    [ "$database" = postgres ] && existing=(--use-existing)
     say "pg_regress phase '$name': $*"
     cluster_stop regress
     local lines=()
@@ -22,12 +27,13 @@ phase() {
     cluster_start regress $PORT "${lines[@]}"
     mkdir -p "$OUT/$name"
     if ! "$PG_REGRESS" --bindir="$PG_BIN" --inputdir=tests --outputdir="$OUT/$name" \
-        --host="$WORK_ROOT/regress/socket" --port=$PORT --user=postgres --dbname=pg_idgen_regress "$@"; then
+        --host="$WORK_ROOT/regress/socket" --port=$PORT --user=postgres --dbname="$database" "${existing[@]}" "$@"; then
         cat "$OUT/$name/regression.diffs" >&2 || true
         return 1
     fi
 }
 
-phase preloaded "shared_preload_libraries = 'pg_idgen';pg_idgen.node_id = 7" setup snowflake decode objectid uuid7 status settings
-phase node_id_unset "shared_preload_libraries = 'pg_idgen'" setup node_id_unset
-phase not_preloaded "" setup not_preloaded
+phase preloaded postgres "shared_preload_libraries = 'pg_idgen';pg_idgen.node_id = 7;pg_idgen.segment_wait_timeout = 3000" \
+    setup snowflake decode objectid uuid7 segment status settings
+phase node_id_unset pg_idgen_regress "shared_preload_libraries = 'pg_idgen'" setup node_id_unset
+phase not_preloaded pg_idgen_regress "" setup not_preloaded

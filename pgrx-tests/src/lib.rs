@@ -26,6 +26,8 @@ fn work_root() -> PathBuf {
 /// Runs a command as the `postgres` user.
 fn as_postgres(program: &str, args: &[&str]) -> Output {
     Command::new("runuser")
+        // Why: with RUST_BACKTRACE set, the server's Rust errors carry a backtrace in DETAIL.
+        .env_remove("RUST_BACKTRACE")
         .args(["-u", "postgres", "--", program])
         .args(args)
         .output()

@@ -1,0 +1,82 @@
+-- Segment numbers: dense, increasing numbers per tag. The worker serves database "postgres".
+SET timezone = 'UTC';
+SET datestyle = 'ISO, YMD';
+SET intervalstyle = 'postgres';
+
+-- A tag starts at 1 by default; `start` lets a table continue from its existing max id.
+SELECT segment_create('invoice');
+SELECT segment_create('order', start => 5000, step => 100, description => 'orders, migrated from a sequence');
+SELECT tag, max_id, step, description FROM segment_tag ORDER BY tag;
+
+SELECT segment_next('invoice') AS first, segment_next('invoice') AS second;
+SELECT segment_next('order') AS continues_at_start;
+
+-- Dense and increasing within a statement, over many ranges.
+SELECT count(*) AS numbers, count(DISTINCT n) AS distinct_numbers, min(n), max(n),
+       bool_and(n > previous) AS strictly_increasing
+  FROM (SELECT n, lag(n) OVER (ORDER BY g) AS previous
+          FROM (SELECT g, segment_next('order') AS n FROM generate_series(1, 20000) AS g) AS made) AS pairs;
+
+-- Like nextval(): a rolled-back transaction's numbers are not reissued (a gap).
+BEGIN;
+SELECT segment_next('invoice') AS taken_and_rolled_back;
+ROLLBACK;
+SELECT segment_next('invoice') AS after_rollback;
+
+-- The worker moved max_id past every number handed out, in its own committed transactions.
+SELECT max_id >= 25000 AS max_id_covers_all FROM segment_tag WHERE tag = 'order';
+
+-- Status of the cached tags.
+SELECT tag, next_value, current_start <= next_value AND next_value <= current_end AS within_current,
+       step >= 100 AS step_at_least_the_tags
+  FROM segment_status() WHERE tag = 'invoice';
+SELECT tag FROM segment_status() ORDER BY tag;
+
+-- Errors: unknown tags (42704) take no slot; invalid names and steps are 22023.
+SELECT segment_next('no_such_tag');
+SELECT sqlstate_of($$SELECT segment_next('no_such_tag')$$);
+SELECT count(*) AS slots_used FROM segment_status();
+SELECT segment_next('');
+SELECT segment_next(repeat('x', 64));
+SELECT sqlstate_of($$SELECT segment_next(repeat('x', 64))$$);
+SELECT segment_create('bad step', step => 0);
+SELECT segment_create('bad start', start => 0);
+SELECT segment_create('invoice');
+SELECT sqlstate_of($$SELECT segment_create('invoice')$$);
+SELECT segment_next(NULL) IS NULL AS null_tag_null_number;
+
+-- Dropping a tag: its cached numbers are never served again.
+SELECT segment_drop('invoice');
+SELECT segment_next('invoice');
+SELECT segment_drop('invoice');
+SELECT sqlstate_of($$SELECT segment_drop('invoice')$$);
+
+-- A tag created in a transaction is not visible to the worker until it commits.
+BEGIN;
+SELECT segment_create('uncommitted');
+SELECT segment_next('uncommitted');
+ROLLBACK;
+
+-- Privileges: managing tags needs write access to the tag table; taking numbers needs EXECUTE
+-- on segment_next, which can be granted.
+CREATE ROLE segment_user;
+REVOKE EXECUTE ON FUNCTION segment_next(text) FROM PUBLIC;
+SET ROLE segment_user;
+SELECT segment_next('order');
+SELECT segment_create('mine');
+RESET ROLE;
+GRANT EXECUTE ON FUNCTION segment_next(text) TO segment_user;
+SET ROLE segment_user;
+SELECT segment_next('order') > 25000 AS granted;
+RESET ROLE;
+GRANT EXECUTE ON FUNCTION segment_next(text) TO PUBLIC;
+REVOKE EXECUTE ON FUNCTION segment_next(text) FROM segment_user;
+DROP ROLE segment_user;
+
+-- From another database: a clear error naming the one the worker serves.
+-- (tested in the system tests, which can connect to a second database)
+
+SELECT p.oid::regprocedure, provolatile, proparallel
+  FROM pg_proc AS p
+ WHERE proname IN ('segment_next', 'segment_create', 'segment_drop', 'segment_status')
+ ORDER BY 1::text;
