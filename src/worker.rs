@@ -3,9 +3,10 @@
 //!
 //! It connects to `pg_idgen.database`. Each range is one
 //! `UPDATE segment_tag SET max_id = max_id + step … RETURNING`, committed before the range is
-//! published, so no number of it can be handed out and then rolled back. After an error (a lock
-//! timeout, the database going away) or `pg_terminate_backend`, it exits with code 1 and the
-//! postmaster starts it again a second later.
+//! published, so no number of it can be handed out and then rolled back. An allocation that
+//! fails (a lock timeout) is rolled back and retried. After a fatal error (the database going
+//! away) or `pg_terminate_backend`, it exits with code 1 and the postmaster starts it again a
+//! second later.
 
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -54,8 +55,11 @@ pub extern "C-unwind" fn pg_idgen_worker_main(_arg: pg_sys::Datum) {
         let needs = segment::needs();
         for need in &needs {
             let table = table.get_or_insert_with(|| BackgroundWorker::transaction(segment::tag_table));
-            let range = allocate(table, need);
-            segment::publish(need, range);
+            match allocate(table, need) {
+                Allocation::Range(start, len) => segment::publish(need, Some((start, len))),
+                Allocation::NoTag => segment::publish(need, None),
+                Allocation::Failed => {}
+            }
         }
         if !needs.is_empty() {
             unsafe { pg_sys::ConditionVariableBroadcast(state.segment_loaded()) };
@@ -70,9 +74,34 @@ pub extern "C-unwind" fn pg_idgen_worker_main(_arg: pg_sys::Datum) {
     unsafe { pg_sys::proc_exit(1) };
 }
 
-/// Allocates the next range of a tag in a committed transaction: `Some((start, len))`, or None
-/// when the tag's row is gone.
-fn allocate(table: &str, need: &segment::Need) -> Option<(i64, u64)> {
+/// What one allocation attempt found.
+pub enum Allocation {
+    Range(i64, u64),
+    /// The tag's row is gone.
+    NoTag,
+    /// The transaction failed (lock timeout, …); try again on the next round.
+    Failed,
+}
+
+/// Allocates the next range of a tag in a committed transaction. An error (a lock timeout, most
+/// often) is logged and the transaction rolled back: the worker keeps serving other tags and
+/// retries, rather than exiting and leaving every caller without a worker.
+fn allocate(table: &str, need: &segment::Need) -> Allocation {
+    PgTryBuilder::new(|| allocate_in_transaction(table, need))
+        .catch_others(|error| {
+            unsafe { pg_sys::AbortCurrentTransaction() };
+            let message = match &error {
+                pg_sys::panic::CaughtError::PostgresError(report)
+                | pg_sys::panic::CaughtError::ErrorReport(report)
+                | pg_sys::panic::CaughtError::RustPanic { ereport: report, .. } => report.message().to_string(),
+            };
+            warning!("pg_idgen worker: could not allocate a range for segment tag \"{}\": {message}", need.tag);
+            Allocation::Failed
+        })
+        .execute()
+}
+
+fn allocate_in_transaction(table: &str, need: &segment::Need) -> Allocation {
     let query = format!(
         "UPDATE {table} SET max_id = max_id + greatest($2, step), updated_at = now()
           WHERE tag = $1 RETURNING max_id, greatest($2, step)::bigint"
@@ -82,8 +111,8 @@ fn allocate(table: &str, need: &segment::Need) -> Option<(i64, u64)> {
         Spi::run(&format!("SET LOCAL lock_timeout = '{LOCK_TIMEOUT}'")).unwrap();
         let row = Spi::get_two_with_args::<i64, i64>(&query, &[tag.into(), step.into()]);
         match row {
-            Ok((Some(max_id), Some(len))) => Some((max_id - len + 1, len as u64)),
-            _ => None,
+            Ok((Some(max_id), Some(len))) => Allocation::Range(max_id - len + 1, len as u64),
+            _ => Allocation::NoTag,
         }
     })
 }

@@ -116,6 +116,36 @@ impl Cluster {
         let _ = as_postgres(bin("pg_ctl").as_str(), &["-D", &self.data(), "-m", "fast", "-w", "stop"]);
     }
 
+    /// Kills the postmaster with SIGKILL, as a crash would, and waits for its backends to go.
+    pub fn kill9(&self) {
+        let pid_file = fs::read_to_string(Path::new(&self.data()).join("postmaster.pid")).expect("postmaster.pid");
+        let pid = pid_file.lines().next().unwrap().trim().to_string();
+        let out = Command::new("kill").args(["-9", &pid]).output().unwrap();
+        assert!(out.status.success(), "kill -9 {pid}");
+        // Backends notice the postmaster's death and exit; the next start needs them gone.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while Instant::now() < deadline {
+            let busy = Command::new("pgrep").args(["-f", &format!("postgres: .*{}", self.port)]).output().unwrap();
+            let alive = Command::new("kill").args(["-0", &pid]).output().unwrap().status.success();
+            if !alive && busy.stdout.is_empty() {
+                break;
+            }
+            thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// Starts the server after a crash: retries while the old processes let go of shared memory.
+    pub fn restart_after_crash(&self) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            match self.try_start() {
+                Ok(()) => return,
+                Err(log) if Instant::now() > deadline => panic!("server did not restart:\n{log}"),
+                Err(_) => thread::sleep(Duration::from_millis(500)),
+            }
+        }
+    }
+
     pub fn log(&self) -> String {
         fs::read_to_string(self.log_path()).unwrap_or_default()
     }

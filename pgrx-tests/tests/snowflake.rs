@@ -140,7 +140,7 @@ fn a_standby_refuses_to_generate_but_decodes() {
     assert!(in_recovery);
     for generator in ["snowflake_next()", "objectid_gen()", "uuid_v7_next()"] {
         let error = db.query_one(&format!("SELECT {generator}"), &[]).expect_err("a standby must not generate");
-        assert_eq!(sqlstate(&error), "25006", "{generator}: {error}");
+        assert_eq!(sqlstate(&error), "25006", "{generator}: {error:?}");
     }
     let node: i32 = db.query_one("SELECT (id_decode($1::bigint)).node_id", &[&id]).unwrap().get(0);
     assert_eq!(node, 1);
