@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The benchmark: one backend, N calls of each generator, against nextval() and gen_random_uuid()
 # measured in the same run. Prints each function's best time, calls/s, cost per call above the
-# empty generate_series baseline, and the ratios the project's targets are stated in.
+# empty generate_series baseline, and the ratios the project's targets are stated in; then the
+# rate with 1, 2 and 4 concurrent clients (pgbench), and the sustained snowflake rate.
 #   ./dev bench            (N=5000000, 3 interleaved rounds)
 #   N=1000000 ROUNDS=1 ./dev bench
 cd "$(dirname "$0")/.."
@@ -9,20 +10,34 @@ source scripts/lib.sh
 
 N=${N:-5000000}
 ROUNDS=${ROUNDS:-3}
+PGBENCH_SECONDS=${PGBENCH_SECONDS:-5}
 PORT=54330
 install_extension
 trap 'cluster_remove bench' EXIT
 
-# measure TITLE EXPRS-ARRAY CONF-LINE...: a fresh cluster per configuration.
+# measure TITLE EXPRS-ARRAY CONF-LINE... [keep-running]: a fresh cluster per configuration.
 measure() {
     local title=$1 exprs=$2
     shift 2
+    local conf=() keep=
+    for arg in "$@"; do
+        if [ "$arg" = keep-running ]; then keep=1; else conf+=("$arg"); fi
+    done
     cluster_remove bench
-    cluster_start bench $PORT "shared_preload_libraries = 'pg_idgen'" "$@"
+    cluster_start bench $PORT "shared_preload_libraries = 'pg_idgen'" "${conf[@]}"
     say "$title"
     PGOPTIONS="-c bench.n=$N -c bench.rounds=$ROUNDS" cluster_psql bench -v n="$N" -v exprs="$exprs" -f scripts/bench.sql |
         tee "$WORK_ROOT/bench-last.txt"
-    cluster_stop bench
+    [ -n "$keep" ] || cluster_stop bench
+}
+
+# pgbench_rate EXPR CLIENTS: numbers/s with CLIENTS concurrent clients, each transaction taking
+# 1,000 numbers, for PGBENCH_SECONDS.
+pgbench_rate() {
+    local script=$WORK_ROOT/bench-pgbench.sql
+    echo "SELECT count($1) FROM (SELECT generate_series(1, 1000)) AS s;" >"$script"
+    "$PG_BIN/pgbench" -n -h "$WORK_ROOT/bench/socket" -p $PORT -U postgres -c "$2" -j "$2" -T "$PGBENCH_SECONDS" \
+        -f "$script" postgres 2>/dev/null | awk '/^tps/ { printf "%.0f", $3 * 1000 }'
 }
 
 # column VALUE-OF FUNCTION COLUMN-NUMBER from the last table printed.
@@ -32,8 +47,8 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f%%", 100 * a / b }'; }
 # 1. Cost per call of every generator. For snowflake, a layout whose cap (262,144,000 ids/s) is far above what one backend can
 #    call, so the generator never waits for the clock and only its own cost shows.
 measure "cost per call, snowflake layout 41/4/18 (cap far above the call rate), N=$N" \
-    "{g,snowflake_next(),\"nextval('bench_seq')\",gen_random_uuid(),objectid_gen(),uuid_v7_next()}" \
-    "pg_idgen.node_id = 1" "pg_idgen.node_bits = 4" "pg_idgen.sequence_bits = 18"
+    "{g,snowflake_next(),\"nextval('bench_seq')\",gen_random_uuid(),objectid_gen(),uuid_v7_next(),\"segment_next('bench_1k')\",\"segment_next('bench_100k')\"}" \
+    "pg_idgen.node_id = 1" "pg_idgen.node_bits = 4" "pg_idgen.sequence_bits = 18" keep-running
 snow=$(column 'snowflake_next()' 4)
 seq=$(column "nextval('bench_seq')" 4)
 uuid=$(column 'gen_random_uuid()' 4)
@@ -42,6 +57,17 @@ echo "snowflake_next() cost above baseline: $(ratio "$snow" "$seq") of nextval()
 for f in 'objectid_gen()' 'uuid_v7_next()'; do
     echo "$f cost above baseline: $(ratio "$(column "$f" 4)" "$uuid") of gen_random_uuid()'s (target: <= 50%)"
 done
+for f in "segment_next('bench_1k')" "segment_next('bench_100k')"; do
+    echo "$f cost above baseline: $(ratio "$(column "$f" 4)" "$seq") of nextval()'s (target: <= 33%)"
+done
+
+# Concurrency: 1, 2 and 4 clients on this machine's 2 cores.
+say "numbers/s with 1, 2 and 4 concurrent clients (pgbench, ${PGBENCH_SECONDS}s each, 1,000 numbers per transaction)"
+printf '%-28s %12s %12s %12s\n' function "1 client" "2 clients" "4 clients"
+for f in "snowflake_next()" "segment_next('bench_1k')" "nextval('bench_seq')"; do
+    printf '%-28s %12s %12s %12s\n' "$f" "$(pgbench_rate "$f" 1)" "$(pgbench_rate "$f" 2)" "$(pgbench_rate "$f" 4)"
+done
+cluster_stop bench
 
 # 2. Sustained rate with the default layout (twitter 41/10/12: 4,096 ids per ms, 4,096,000 ids/s).
 #    max_clock_borrow = 0 so the run cannot finish early on time borrowed from the future.

@@ -15,12 +15,20 @@ BEGIN
     EXECUTE format('SELECT count(%s) FROM (SELECT generate_series(1, %s) AS g) AS s', expr, n);
     RETURN extract(epoch FROM clock_timestamp() - started);
 END $$;
+SELECT segment_create(tag, step => step)
+  FROM (VALUES ('bench_1k', 1000), ('bench_100k', 100000)) AS t(tag, step)
+ WHERE NOT EXISTS (SELECT FROM segment_tag AS s WHERE s.tag = t.tag);
 CREATE TEMP TABLE timing (expr text, seconds float8);
 SELECT set_config('bench.exprs', :'exprs', false) AS exprs \gset
 DO $$
 DECLARE
     e text;
 BEGIN
+    -- Warm-up, not timed: segment steps grow to their steady size here.
+    FOREACH e IN ARRAY current_setting('bench.exprs')::text[] LOOP
+        PERFORM bench_seconds(e, current_setting('bench.n')::int);
+    END LOOP;
+    CREATE TEMP TABLE waits_when_warm AS SELECT tag, waits FROM segment_status();
     FOR r IN 1 .. current_setting('bench.rounds')::int LOOP
         FOREACH e IN ARRAY current_setting('bench.exprs')::text[] LOOP
             INSERT INTO timing VALUES (e, bench_seconds(e, current_setting('bench.n')::int));
@@ -39,3 +47,8 @@ SELECT CASE best.expr WHEN 'g' THEN '(empty baseline)' ELSE best.expr END AS "fu
        round(((best.seconds - base.seconds) * 1e9 / :n)::numeric, 1) AS ns_above_baseline
   FROM best, base
  ORDER BY best.seconds;
+
+-- Calls of segment_next() that had to wait for a range during the timed rounds.
+SELECT s.tag, s.step, s.waits - w.waits AS waits_when_warm
+  FROM segment_status() AS s JOIN waits_when_warm AS w USING (tag)
+ ORDER BY s.tag;
