@@ -15,9 +15,9 @@ BEGIN
     EXECUTE format('SELECT count(%s) FROM (SELECT generate_series(1, %s) AS g) AS s', expr, n);
     RETURN extract(epoch FROM clock_timestamp() - started);
 END $$;
-SELECT segment_create(tag, step => step)
+SELECT count(segment_create(tag, step => step)) AS tags_created
   FROM (VALUES ('bench_1k', 1000), ('bench_100k', 100000)) AS t(tag, step)
- WHERE NOT EXISTS (SELECT FROM segment_tag AS s WHERE s.tag = t.tag);
+ WHERE NOT EXISTS (SELECT FROM segment_tag AS s WHERE s.tag = t.tag) \gset
 CREATE TEMP TABLE timing (expr text, seconds float8);
 SELECT set_config('bench.exprs', :'exprs', false) AS exprs \gset
 DO $$

@@ -83,8 +83,8 @@ impl Generator {
         let borrow_ticks = (config.max_clock_borrow_ms as i64 * 1000 / self.clock.unit_us) as u64;
         let mut waited_us = 0i64;
         let mut last = cell.load(Ordering::Relaxed);
+        let mut now_us = clock::watched_wall_micros(state);
         loop {
-            let now_us = clock::watched_wall_micros(state);
             let now_tick = self.clock.tick_at(now_us).unwrap_or_else(|| self.outside_clock(now_us));
             let mut candidate = last + 1;
             if candidate >> bits < now_tick {
@@ -100,11 +100,15 @@ impl Generator {
                 let behind_us = self.clock.tick_start_us(candidate_tick - borrow_ticks) - now_us;
                 waited_us += self.wait_for_clock(config, behind_us, waited_us);
                 last = cell.load(Ordering::Relaxed);
+                now_us = clock::watched_wall_micros(state);
                 continue;
             }
             if candidate_tick > self.clock.max_tick {
                 self.outside_clock(self.clock.tick_start_us(candidate_tick));
             }
+            // Why the clock is not read again after a lost race: `now` from a moment ago still
+            // gives a value above `last`, and under contention re-reading it would double the
+            // cost of every retry.
             match cell.compare_exchange_weak(last, candidate, Ordering::AcqRel, Ordering::Relaxed) {
                 Ok(_) => return candidate,
                 Err(actual) => last = actual,

@@ -14,7 +14,7 @@
 
 use std::cell::RefCell;
 use std::collections::HashMap;
-use std::sync::atomic::{fence, AtomicBool, AtomicI64, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{fence, AtomicBool, AtomicI64, AtomicU32, AtomicU64, AtomicU8, Ordering};
 
 use pgrx::pg_sys;
 use pgrx::prelude::*;
@@ -80,7 +80,8 @@ pub struct Slot {
     /// Bumped under the lock whenever the slot gets or loses a tag; backends' lookups check it.
     version: AtomicU64,
     tag_len: AtomicU32,
-    tag: [u8; MAX_TAG_LEN],
+    /// Written under the lock while the slot is not ACTIVE, read once it is.
+    tag: [AtomicU8; MAX_TAG_LEN],
     /// The next range is wanted (prefetch share reached, or a call is waiting).
     want_next: AtomicBool,
     /// The step of the last range the worker loaded, and when it loaded it (Unix µs).
@@ -107,8 +108,9 @@ impl Slot {
         }
     }
 
-    fn tag(&self) -> &[u8] {
-        &self.tag[..self.tag_len.load(Ordering::Acquire) as usize]
+    fn tag(&self) -> Vec<u8> {
+        let len = self.tag_len.load(Ordering::Acquire) as usize;
+        self.tag[..len].iter().map(|b| b.load(Ordering::Relaxed)).collect()
     }
 
     fn generation(&self) -> u64 {
@@ -130,6 +132,11 @@ struct SlotLock;
 impl SlotLock {
     fn exclusive() -> SlotLock {
         unsafe { pg_sys::LWLockAcquire(shmem::segment_lock(), pg_sys::LWLockMode::LW_EXCLUSIVE) };
+        SlotLock
+    }
+
+    fn shared() -> SlotLock {
+        unsafe { pg_sys::LWLockAcquire(shmem::segment_lock(), pg_sys::LWLockMode::LW_SHARED) };
         SlotLock
     }
 }
@@ -379,9 +386,9 @@ fn register(tag: &str) -> (usize, u64) {
 
 /// Gives a free slot to a tag. Called under the lock.
 fn take_slot(slot: &Slot, tag: &str) {
-    // The tag bytes are written only here, under the lock, before the state says ACTIVE.
-    let bytes = (&raw const slot.tag).cast_mut().cast::<u8>();
-    unsafe { std::ptr::copy_nonoverlapping(tag.as_ptr(), bytes, tag.len()) };
+    for (cell, byte) in slot.tag.iter().zip(tag.bytes()) {
+        cell.store(byte, Ordering::Relaxed);
+    }
     slot.tag_len.store(tag.len() as u32, Ordering::Release);
     // Generation 0 is an empty range, so the first range is loaded as a "next" one and the
     // first call switches to it at offset 0: the tag's first number is `start`, not a gap.
@@ -486,7 +493,7 @@ pub struct Need {
 pub fn needs() -> Vec<Need> {
     let config = &settings::config().segments;
     let now_us = clock::wall_unix_micros();
-    let _lock = SlotLock::exclusive();
+    let _lock = SlotLock::shared();
     let mut needs = Vec::new();
     for (index, slot) in shmem::slots().iter().enumerate() {
         if slot.state.load(Ordering::Acquire) != ACTIVE {
@@ -512,7 +519,7 @@ pub fn needs() -> Vec<Need> {
             index,
             version: slot.version.load(Ordering::Acquire),
             generation: wanted,
-            tag: String::from_utf8_lossy(slot.tag()).into_owned(),
+            tag: String::from_utf8_lossy(&slot.tag()).into_owned(),
             step,
         });
     }
@@ -572,7 +579,7 @@ fn segment_status() -> TableIterator<
     shmem::shared();
     let now = clock::wall_unix_micros() / 1_000_000;
     let mut rows = Vec::new();
-    let _lock = SlotLock::exclusive();
+    let _lock = SlotLock::shared();
     for slot in shmem::slots() {
         if slot.state.load(Ordering::Acquire) != ACTIVE {
             continue;
@@ -593,7 +600,7 @@ fn segment_status() -> TableIterator<
             .min_by_key(|&(second, _)| second);
         let rate = oldest.map_or(0.0, |(second, then)| (issued.saturating_sub(then)) as f64 / (now - second) as f64);
         rows.push((
-            String::from_utf8_lossy(slot.tag()).into_owned(),
+            String::from_utf8_lossy(&slot.tag()).into_owned(),
             current.map(|(start, _)| start),
             end(current),
             next_value,
