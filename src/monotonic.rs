@@ -76,6 +76,15 @@ pub struct Generator {
 }
 
 impl Generator {
+    /// What every generator function does: check that it may run (preloaded, not a standby),
+    /// then advance its cell. Returns the new `tick << counter_bits | counter`, and the state.
+    #[inline]
+    pub fn take(&self, function: &str, cell: fn(&SharedState) -> &AtomicU64) -> (u64, &'static SharedState) {
+        let state = crate::shmem::shared();
+        errors::refuse_during_recovery(function);
+        (self.next(cell(state), state, crate::settings::config()), state)
+    }
+
     /// Advances `cell` and returns the new `tick << counter_bits | counter`.
     #[inline]
     pub fn next(&self, cell: &AtomicU64, state: &SharedState, config: &Config) -> u64 {

@@ -19,7 +19,6 @@ use pgrx::prelude::*;
 use crate::errors;
 use crate::monotonic::{Generator, TickClock, TickStart};
 use crate::c_function::{self, c_functions};
-use crate::{settings, shmem};
 
 pub const OBJECTID_LEN: usize = 12;
 const COUNTER_BITS: u32 = 24;
@@ -201,20 +200,17 @@ c_functions! {
         let _ = fcinfo;
         datum(generate())
     }
-
 }
 
+const GENERATOR: Generator = Generator {
+    name: "objectid",
+    clock: SECONDS,
+    counter_bits: COUNTER_BITS,
+    tick_start: TickStart::Continue,
+};
+
 fn generate() -> ObjectId {
-    let state = shmem::shared();
-    let config = settings::config();
-    errors::refuse_during_recovery("objectid_gen()");
-    let generator = Generator {
-        name: "objectid",
-        clock: SECONDS,
-        counter_bits: COUNTER_BITS,
-        tick_start: TickStart::Continue,
-    };
-    let slot = generator.next(&state.objectid_last, state, config);
+    let (slot, state) = GENERATOR.take("objectid_gen()", |state| &state.objectid_last);
     ObjectId::from_parts((slot >> COUNTER_BITS) as u32, state.objectid_random, (slot & 0xFF_FFFF) as u32)
 }
 

@@ -347,18 +347,17 @@ pub fn tag_table() -> String {
     format!("{schema}.segment_tag")
 }
 
+/// Runs `query` (with `{table}` for the tag table, `$1` for the tag); whether it gave a row.
+fn tag_row(tag: &str, query: &str) -> bool {
+    let query = query.replace("{table}", &tag_table());
+    Spi::get_one_with_args::<bool>(&query, &[tag.into()]).ok().flatten().is_some()
+}
+
 /// Finds or takes the slot of a tag that exists in the tag table; an unknown tag takes none.
 #[cold]
 fn register(tag: &str) -> (usize, u64) {
     check_tag_name(tag);
-    let exists = Spi::get_one_with_args::<bool>(
-        &format!("SELECT true FROM {} WHERE tag = $1", tag_table()),
-        &[tag.into()],
-    )
-    .ok()
-    .flatten()
-    .is_some();
-    if !exists {
+    if !tag_row(tag, "SELECT true FROM {table} WHERE tag = $1") {
         unknown_tag(tag, "It is not in the tag table.");
     }
     let slots = shmem::slots();
@@ -461,14 +460,7 @@ fn segment_create(
 /// Drops a segment tag. Needs DELETE on the tag table. Its cached numbers are never served again.
 fn segment_drop(tag: &str) {
     check_tag_name(tag);
-    let deleted = Spi::get_one_with_args::<bool>(
-        &format!("DELETE FROM {} WHERE tag = $1 RETURNING true", tag_table()),
-        &[tag.into()],
-    )
-    .ok()
-    .flatten()
-    .is_some();
-    if !deleted {
+    if !tag_row(tag, "DELETE FROM {table} WHERE tag = $1 RETURNING true") {
         unknown_tag(tag, "It is not in the tag table.");
     }
     if shmem::is_attached() {

@@ -19,12 +19,11 @@ const MAX_START_OFFSET: u64 = 64;
 #[pg_extern(volatile, parallel_safe)]
 /// The next snowflake id of this server: unique, and greater than every id it handed out before.
 fn snowflake_next() -> i64 {
-    let state = shmem::shared();
+    shmem::shared();
     let config = settings::config();
     let node_id = config.node_id.unwrap_or_else(|| errors::node_id_unset());
-    errors::refuse_during_recovery("snowflake_next()");
     let layout = &config.layout;
-    let slot = generator(layout).next(&state.snowflake_last, state, config);
+    let (slot, _) = generator(layout).take("snowflake_next()", |state| &state.snowflake_last);
     layout.compose(Parts {
         tick: slot >> layout.sequence_bits,
         node_id: node_id as u64,

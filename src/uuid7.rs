@@ -11,7 +11,7 @@
 use pgrx::prelude::*;
 
 use crate::monotonic::{Generator, TickClock, TickStart};
-use crate::{errors, random, settings, shmem};
+use crate::random;
 
 const COUNTER_BITS: u32 = 12;
 /// A new millisecond's counter starts below this: random, yet leaving most of the 4,096 values
@@ -20,6 +20,13 @@ const MAX_START_COUNTER: u64 = 256;
 
 /// UUIDv7 milliseconds: Unix ms, up to the 48 bits' limit (year 10889).
 pub const MILLISECONDS: TickClock = TickClock { epoch_us: 0, unit_us: 1000, max_tick: (1 << 48) - 1 };
+
+const GENERATOR: Generator = Generator {
+    name: "UUIDv7",
+    clock: MILLISECONDS,
+    counter_bits: COUNTER_BITS,
+    tick_start: TickStart::RandomBelow(MAX_START_COUNTER),
+};
 
 /// The bytes of a v7 UUID with the given ms, counter and 62 bits of rand_b (the top two are
 /// replaced by the variant).
@@ -36,16 +43,7 @@ pub fn from_parts(ms: u64, counter: u16, rand_b: u64) -> [u8; 16] {
 #[pg_extern(volatile, parallel_safe)]
 /// The next UUIDv7 of this server: greater than every one it handed out before, from any backend.
 fn uuid_v7_next() -> pgrx::Uuid {
-    let state = shmem::shared();
-    let config = settings::config();
-    errors::refuse_during_recovery("uuid_v7_next()");
-    let generator = Generator {
-        name: "UUIDv7",
-        clock: MILLISECONDS,
-        counter_bits: COUNTER_BITS,
-        tick_start: TickStart::RandomBelow(MAX_START_COUNTER),
-    };
-    let slot = generator.next(&state.uuid_last, state, config);
+    let (slot, _) = GENERATOR.take("uuid_v7_next()", |state| &state.uuid_last);
     let mut rand_b = [0u8; 8];
     random::fill(&mut rand_b);
     pgrx::Uuid::from_bytes(from_parts(slot >> COUNTER_BITS, (slot & 0xFFF) as u16, u64::from_ne_bytes(rand_b)))
