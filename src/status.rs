@@ -18,6 +18,8 @@ c_functions! {
     }
 }
 
+/// # Safety
+/// `fcinfo` is the call of `pg_idgen_status()`, declared with the ten OUT columns built here.
 unsafe fn status_row(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
     let state = shmem::shared();
     let config = settings::config();
