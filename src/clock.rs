@@ -10,16 +10,22 @@ const PG_EPOCH_OFFSET_US: i64 = 946_684_800_000_000;
 /// a `sigsetjmp`, to a call that sits on the hot path of every generator.
 #[inline]
 pub fn wall_unix_micros() -> i64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
+    let ts = read(libc::CLOCK_REALTIME);
     ts.tv_sec * 1_000_000 + ts.tv_nsec / 1000
 }
 
-/// Milliseconds of `CLOCK_MONOTONIC`, for deadlines: it never steps.
+/// Milliseconds of `CLOCK_MONOTONIC` (one clock for all processes), for deadlines and durations:
+/// it never steps.
 pub fn monotonic_millis() -> i64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    let ts = read(libc::CLOCK_MONOTONIC);
     ts.tv_sec * 1000 + ts.tv_nsec / 1_000_000
+}
+
+#[inline]
+fn read(clock: libc::clockid_t) -> libc::timespec {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    unsafe { libc::clock_gettime(clock, &mut ts) };
+    ts
 }
 
 pub fn pg_to_unix_micros(pg_us: i64) -> i64 {

@@ -84,9 +84,10 @@ pub struct Slot {
     tag: [AtomicU8; MAX_TAG_LEN],
     /// The next range is wanted (prefetch share reached, or a call is waiting).
     want_next: AtomicBool,
-    /// The step of the last range the worker loaded, and when it loaded it (Unix µs).
+    /// The step of the last range the worker loaded, and when it loaded it (monotonic ms: a
+    /// wall clock stepping back must not make a range look slow).
     step: AtomicU64,
-    last_load_us: AtomicI64,
+    last_load_ms: AtomicI64,
     /// Numbers handed out from ranges before the current one.
     issued_before: AtomicU64,
     /// Calls that had to wait for a range.
@@ -396,7 +397,7 @@ fn take_slot(slot: &Slot, tag: &str) {
     slot.cursor.store(0, Ordering::Release);
     slot.want_next.store(true, Ordering::Release);
     slot.step.store(0, Ordering::Relaxed);
-    slot.last_load_us.store(0, Ordering::Relaxed);
+    slot.last_load_ms.store(0, Ordering::Relaxed);
     slot.issued_before.store(0, Ordering::Relaxed);
     slot.waits.store(0, Ordering::Relaxed);
     for second in &slot.history_second {
@@ -406,18 +407,24 @@ fn take_slot(slot: &Slot, tag: &str) {
     slot.state.store(ACTIVE, Ordering::Release);
 }
 
-/// Marks a tag's slot dropped (its cached numbers are never served again). Called by
-/// segment_drop() and by the worker when the tag's row is gone.
+/// Marks a tag's slot dropped: its cached numbers are never served again. Called by
+/// segment_drop().
 fn forget(tag: &[u8]) {
-    let _lock = SlotLock::exclusive();
-    for slot in shmem::slots() {
-        if slot.state.load(Ordering::Acquire) == ACTIVE && slot.tag() == tag {
-            slot.version.fetch_add(1, Ordering::AcqRel);
-            slot.state.store(DROPPED, Ordering::Release);
+    {
+        let _lock = SlotLock::exclusive();
+        for slot in shmem::slots() {
+            if slot.state.load(Ordering::Acquire) == ACTIVE && slot.tag() == tag {
+                mark_dropped(slot);
+            }
         }
     }
-    drop(_lock);
     unsafe { pg_sys::ConditionVariableBroadcast(shmem::shared().segment_loaded()) };
+}
+
+/// Called under the lock. The version bump sends every backend's cached lookup back to the table.
+fn mark_dropped(slot: &Slot) {
+    slot.version.fetch_add(1, Ordering::AcqRel);
+    slot.state.store(DROPPED, Ordering::Release);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -484,7 +491,7 @@ pub struct Need {
 /// Slots whose next range is wanted and not loaded yet.
 pub fn needs() -> Vec<Need> {
     let config = &settings::config().segments;
-    let now_us = clock::wall_unix_micros();
+    let now_ms = clock::monotonic_millis();
     let _lock = SlotLock::shared();
     let mut needs = Vec::new();
     for (index, slot) in shmem::slots().iter().enumerate() {
@@ -497,7 +504,7 @@ pub fn needs() -> Vec<Need> {
         }
         // Leaf's dynamic step: ranges that go fast grow, ranges that last shrink.
         let previous = slot.step.load(Ordering::Relaxed);
-        let since_last_load_ms = (now_us - slot.last_load_us.load(Ordering::Relaxed)) / 1000;
+        let since_last_load_ms = now_ms - slot.last_load_ms.load(Ordering::Relaxed);
         let step = if previous == 0 {
             0 // the first range: the tag's own step
         } else if (since_last_load_ms as u64) < config.fast_range_ms {
@@ -518,26 +525,33 @@ pub fn needs() -> Vec<Need> {
     needs
 }
 
-/// Publishes a range the worker allocated and committed, unless the slot changed meanwhile.
+/// Publishes what the worker found for a slot — a range it allocated and committed, or None when
+/// the tag's row is gone — unless the slot changed meanwhile.
 pub fn publish(need: &Need, range: Option<(i64, u64)>) {
     let slot = &shmem::slots()[need.index];
+    let _lock = SlotLock::exclusive();
+    if slot.version.load(Ordering::Acquire) != need.version {
+        return;
+    }
     match range {
-        None => forget(need.tag.as_bytes()),
+        None => mark_dropped(slot),
         Some((start, len)) => {
-            let _lock = SlotLock::exclusive();
-            if slot.version.load(Ordering::Acquire) == need.version {
-                slot.ranges[need.generation as usize % 2].write(need.generation, start, len);
-                slot.step.store(len, Ordering::Relaxed);
-                slot.last_load_us.store(clock::wall_unix_micros(), Ordering::Relaxed);
-                slot.want_next.store(false, Ordering::Release);
-            }
+            slot.ranges[need.generation as usize % 2].write(need.generation, start, len);
+            slot.step.store(len, Ordering::Relaxed);
+            slot.last_load_ms.store(clock::monotonic_millis(), Ordering::Relaxed);
+            slot.want_next.store(false, Ordering::Release);
         }
     }
 }
 
 /// Records each active slot's issued count, once a second, for ids/s over the last minute.
-pub fn sample_rates() {
+/// `last_second` is the caller's record of the last second sampled.
+pub fn sample_rates(last_second: &mut i64) {
     let second = clock::wall_unix_micros() / 1_000_000;
+    if second == *last_second {
+        return;
+    }
+    *last_second = second;
     for slot in shmem::slots() {
         if slot.state.load(Ordering::Acquire) == ACTIVE {
             let i = second as usize % HISTORY;

@@ -292,10 +292,6 @@ fn load(level: PgLogLevel) -> Config {
             &format!("With {} node bits it must be between 0 and {} (or -1, unset).", layout.node_bits, layout.max_node_id()),
         ),
     };
-    let non_negative = |name: &CStr, setting: &GucSetting<i32>| match setting.get() {
-        v if v >= 0 => v as u64,
-        v => invalid(level, name, &v.to_string(), "It must not be negative."),
-    };
     let within = |name: &CStr, setting: &GucSetting<i32>, range: std::ops::RangeInclusive<i32>| match setting.get() {
         v if range.contains(&v) => v as u64,
         v => invalid(level, name, &v.to_string(), &format!("It must be between {} and {}.", range.start(), range.end())),
@@ -320,8 +316,8 @@ fn load(level: PgLogLevel) -> Config {
     Config {
         layout,
         node_id,
-        max_clock_borrow_ms: non_negative(c"pg_idgen.max_clock_borrow", &MAX_CLOCK_BORROW),
-        max_clock_wait_ms: non_negative(c"pg_idgen.max_clock_wait", &MAX_CLOCK_WAIT),
+        max_clock_borrow_ms: within(c"pg_idgen.max_clock_borrow", &MAX_CLOCK_BORROW, 0..=i32::MAX),
+        max_clock_wait_ms: within(c"pg_idgen.max_clock_wait", &MAX_CLOCK_WAIT, 0..=i32::MAX),
         segments,
     }
 }

@@ -19,6 +19,7 @@ const MAX_START_OFFSET: u64 = 64;
 #[pg_extern(volatile, parallel_safe)]
 /// The next snowflake id of this server: unique, and greater than every id it handed out before.
 fn snowflake_next() -> i64 {
+    // Why first: without shared_preload_libraries, that is the error to fix, not the node id.
     shmem::shared();
     let config = settings::config();
     let node_id = config.node_id.unwrap_or_else(|| errors::node_id_unset());

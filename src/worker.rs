@@ -51,6 +51,7 @@ pub extern "C-unwind" fn pg_idgen_worker_main(_arg: pg_sys::Datum) {
     }
     log!("pg_idgen worker started; it allocates segment ranges in database \"{database}\"");
     let mut table: Option<String> = None;
+    let mut sampled_second = 0;
     loop {
         let needs = segment::needs();
         for need in &needs {
@@ -64,7 +65,7 @@ pub extern "C-unwind" fn pg_idgen_worker_main(_arg: pg_sys::Datum) {
         if !needs.is_empty() {
             unsafe { pg_sys::ConditionVariableBroadcast(state.segment_loaded()) };
         }
-        segment::sample_rates();
+        segment::sample_rates(&mut sampled_second);
         if !BackgroundWorker::wait_latch(Some(IDLE_WAKEUP)) {
             break;
         }
