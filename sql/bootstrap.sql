@@ -109,9 +109,15 @@ CREATE FUNCTION pg_idgen_status(
         OUT time_bits_end timestamptz,
         OUT ids_per_second_cap bigint,
         OUT last_id bigint,
+        OUT clock_step_policy text,
         OUT ahead_of_clock interval,
         OUT clock_backward_events bigint,
-        OUT largest_clock_backward interval)
+        OUT largest_clock_backward interval,
+        OUT clock_forward_events bigint,
+        OUT largest_clock_forward interval,
+        OUT high_water_mark timestamptz,
+        OUT clock_reserve interval,
+        OUT mark_advanced_at timestamptz)
     RETURNS record
     AS 'MODULE_PATHNAME', 'pg_idgen_status'
     LANGUAGE C VOLATILE PARALLEL SAFE;

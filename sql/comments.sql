@@ -7,7 +7,7 @@ COMMENT ON FUNCTION snowflake_timestamp(bigint) IS
 COMMENT ON FUNCTION snowflake_min_id(timestamptz) IS
     'Smallest snowflake id made at or after a time, for WHERE id >= snowflake_min_id(...) range scans.';
 COMMENT ON FUNCTION pg_idgen_status() IS
-    'Node id, layout, epoch, end of the time bits, last id, lead over the clock, clock steps backwards seen.';
+    'Node id, layout, epoch, end of the time bits, last id, clock step policy, lead of the ids over the wall clock, wall-clock steps seen, persisted high-water mark.';
 COMMENT ON TYPE objectid IS
     'MongoDB ObjectId: 4 bytes of Unix seconds, 5 random bytes, a 3-byte counter; 12 bytes, ordered by time.';
 COMMENT ON FUNCTION objectid_gen() IS

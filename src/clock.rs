@@ -1,4 +1,8 @@
-//! Time sources and conversions between Unix time and PostgreSQL's timestamp (µs since 2000).
+//! Time sources, the generators' clock, and conversions between Unix time and PostgreSQL's
+//! timestamp (µs since 2000).
+
+use std::sync::atomic::AtomicI64;
+use std::sync::atomic::Ordering::Relaxed;
 
 use pgrx::datum::TimestampWithTimeZone;
 
@@ -14,11 +18,73 @@ pub fn wall_unix_micros() -> i64 {
     ts.tv_sec * 1_000_000 + ts.tv_nsec / 1000
 }
 
-/// Milliseconds of `CLOCK_MONOTONIC` (one clock for all processes), for deadlines and durations:
-/// it never steps.
-pub fn monotonic_millis() -> i64 {
+/// Microseconds of `CLOCK_MONOTONIC`, one clock for all processes of the machine. It never steps;
+/// NTP slews it at the same rate as the wall clock, so the two differ only by the wall clock's
+/// steps.
+#[inline]
+pub fn monotonic_micros() -> i64 {
     let ts = read(libc::CLOCK_MONOTONIC);
-    ts.tv_sec * 1000 + ts.tv_nsec / 1_000_000
+    ts.tv_sec * 1_000_000 + ts.tv_nsec / 1000
+}
+
+/// Milliseconds of `CLOCK_MONOTONIC`, for deadlines and durations.
+pub fn monotonic_millis() -> i64 {
+    monotonic_micros() / 1000
+}
+
+/// The clock the generators count in (policy `keep_generating`): the monotonic clock, shifted onto
+/// Unix time by an offset that only grows. It follows the wall clock forwards (the clock worker
+/// raises the offset when the wall clock gains on it) but never backwards, so a wall-clock step
+/// back neither stops nor reverses it; and it starts at the high-water mark or later.
+#[repr(C)]
+pub struct GeneratorClock {
+    /// Unix time minus monotonic time, in µs.
+    offset_us: AtomicI64,
+}
+
+impl GeneratorClock {
+    /// Now, in Unix µs. One clock read and one load of a line that rarely changes.
+    #[inline]
+    pub fn now_us(&self) -> i64 {
+        monotonic_micros() + self.offset_us.load(Relaxed)
+    }
+
+    /// Moves the clock forward so that it reads at least `unix_us` at monotonic time `monotonic_us`.
+    pub fn raise_to(&self, unix_us: i64, monotonic_us: i64) {
+        self.offset_us.fetch_max(unix_us - monotonic_us, Relaxed);
+    }
+}
+
+/// One reading of both clocks, taken close enough together to compare them.
+#[derive(Clone, Copy, Debug)]
+pub struct ClockPair {
+    pub wall_us: i64,
+    pub monotonic_us: i64,
+}
+
+impl ClockPair {
+    /// Reads the wall clock between two monotonic reads, a few times, and keeps the tightest
+    /// pair: a process descheduled between the reads would otherwise see a step that is not there.
+    pub fn read() -> ClockPair {
+        let mut best = (i64::MAX, ClockPair { wall_us: 0, monotonic_us: 0 });
+        for _ in 0..8 {
+            let before = monotonic_micros();
+            let wall_us = wall_unix_micros();
+            let after = monotonic_micros();
+            if after - before < best.0 {
+                best = (after - before, ClockPair { wall_us, monotonic_us: before + (after - before) / 2 });
+            }
+            if best.0 <= 20 {
+                break;
+            }
+        }
+        best.1
+    }
+
+    /// Unix time minus monotonic time: constant while nobody steps the wall clock.
+    pub fn offset_us(&self) -> i64 {
+        self.wall_us - self.monotonic_us
+    }
 }
 
 #[inline]
@@ -44,34 +110,4 @@ pub fn unix_micros_to_timestamptz(unix_us: i64) -> TimestampWithTimeZone {
 /// A Unix time as PostgreSQL prints a `timestamptz`, for log lines.
 pub fn format_unix_micros(unix_us: i64) -> String {
     unix_micros_to_timestamptz(unix_us).to_string()
-}
-
-/// Backward steps of the wall clock smaller than this are not counted: two backends that read
-/// the clock a moment apart and publish their readings in the other order look like one.
-const BACKWARD_STEP_NOISE_US: i64 = 20_000;
-
-/// Reads the wall clock and keeps the clock watch in shared memory up to date: the latest
-/// reading, and each backward step seen. The shared line is written at most once a millisecond.
-#[inline]
-pub fn watched_wall_micros(state: &crate::shmem::SharedState) -> i64 {
-    use std::sync::atomic::Ordering::Relaxed;
-    let now_us = wall_unix_micros();
-    let seen_us = state.wall_seen_us.load(Relaxed);
-    if now_us >= seen_us + 1000 {
-        state.wall_seen_us.fetch_max(now_us, Relaxed);
-    } else if now_us < seen_us - BACKWARD_STEP_NOISE_US && seen_us != 0 {
-        note_backward_step(state, seen_us, now_us);
-    }
-    now_us
-}
-
-#[cold]
-fn note_backward_step(state: &crate::shmem::SharedState, seen_us: i64, now_us: i64) {
-    use std::sync::atomic::Ordering::Relaxed;
-    // Only the backend that moves the watch back counts the step, so one step counts once.
-    if state.wall_seen_us.compare_exchange(seen_us, now_us, Relaxed, Relaxed).is_ok() {
-        state.clock_backward_events.fetch_add(1, Relaxed);
-        state.clock_backward_max_us.fetch_max((seen_us - now_us) as u64, Relaxed);
-        pgrx::warning!("pg_idgen: the wall clock stepped back by {} ms", (seen_us - now_us) / 1000);
-    }
 }

@@ -4,19 +4,21 @@ use pgrx::prelude::*;
 
 mod c_function;
 mod clock;
+mod clock_worker;
 mod decode;
 mod errors;
 mod layout;
+mod mark;
 mod monotonic;
 mod objectid;
 mod random;
 mod segment;
+mod segment_worker;
 mod settings;
 mod shmem;
 mod snowflake;
 mod status;
 mod uuid7;
-mod worker;
 
 ::pgrx::pg_module_magic!();
 
@@ -31,7 +33,9 @@ pub extern "C-unwind" fn _PG_init() {
     settings::declare(preloading);
     if preloading {
         shmem::install_hooks();
-        worker::register();
+        mark::register_wal_resource_manager();
+        clock_worker::register();
+        segment_worker::register();
     }
 }
 

@@ -1,26 +1,31 @@
 //! The engine of every time-based generator: a `tick << counter_bits | counter` value in one
 //! shared `AtomicU64` that only moves forward.
 //!
-//! A call moves it to `max(last + 1, now)` by compare-and-swap. When the clock steps back or a
-//! tick's counter is used up, `last + 1` carries into the next tick: time is "borrowed" from the
+//! A call moves it to `max(last + 1, now)` by compare-and-swap. "Now" is the generators' clock
+//! (`clock::GeneratorClock`, which a wall-clock step back does not move back), or the wall clock
+//! itself under `pg_idgen.clock_step_policy = refuse`. When a tick's counter is used up, or the
+//! wall clock is behind, `last + 1` carries into the next tick: time is "borrowed" from the
 //! future. Borrowing is bounded by `pg_idgen.max_clock_borrow`; past it a call waits for the
-//! clock, at most `pg_idgen.max_clock_wait`, then raises an error. It never hands out a smaller
-//! value and never sleeps unboundedly.
+//! clock, at most `pg_idgen.max_clock_wait`, then raises an error. No value reaches the durable
+//! high-water mark (`mark`): there a call waits for the clock worker to move it. It never hands
+//! out a smaller value and never sleeps unboundedly.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use pgrx::prelude::*;
 
 use crate::clock;
 use crate::errors;
-use crate::settings::Config;
-use crate::shmem::SharedState;
+use crate::settings::{Config, StepPolicy};
+use crate::shmem::{GeneratorCell, SharedState};
 
 /// How long one wait for the clock sleeps at most before it checks for interrupts again.
 const WAIT_SLICE_US: i64 = 10_000;
 /// Waits up to this long spin instead of sleeping.
 const SPIN_LIMIT_US: i64 = 2_000;
+/// How long one wait for a new high-water mark sleeps.
+const MARK_WAIT_SLICE_US: std::ffi::c_long = 1_000;
 
 /// The clock a generator counts in: ticks of `unit_us` since `epoch_us` (Unix microseconds).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -55,6 +60,15 @@ impl TickClock {
     pub fn end_us(&self) -> i64 {
         self.tick_start_us(self.max_tick).saturating_add(self.unit_us)
     }
+
+    /// The first tick that starts at or after a Unix time (`max_tick + 1` past the end).
+    pub fn first_tick_from(&self, unix_us: i64) -> u64 {
+        let since_epoch = unix_us.saturating_sub(self.epoch_us);
+        if since_epoch <= 0 {
+            return 0;
+        }
+        (since_epoch as u64).div_ceil(self.unit_us as u64).min(self.max_tick + 1)
+    }
 }
 
 /// What the counter of a new tick starts at.
@@ -67,32 +81,61 @@ pub enum TickStart {
     Continue,
 }
 
-/// One generator's shape: its clock, the width of its counter, and its name for messages.
+/// One generator's shape: its clock, the width of its counter, its cell in shared memory, and
+/// its name for messages.
 pub struct Generator {
     pub name: &'static str,
     pub clock: TickClock,
     pub counter_bits: u32,
     pub tick_start: TickStart,
+    pub cell: fn(&SharedState) -> &GeneratorCell,
 }
 
 impl Generator {
     /// What every generator function does: check that it may run (preloaded, not a standby),
     /// then advance its cell. Returns the new `tick << counter_bits | counter`, and the state.
     #[inline]
-    pub fn take(&self, function: &str, cell: fn(&SharedState) -> &AtomicU64) -> (u64, &'static SharedState) {
+    pub fn take(&self, function: &str) -> (u64, &'static SharedState) {
         let state = crate::shmem::shared();
         errors::refuse_during_recovery(function);
-        (self.next(cell(state), state, crate::settings::config()), state)
+        (self.next(state, crate::settings::config()), state)
     }
 
-    /// Advances `cell` and returns the new `tick << counter_bits | counter`.
+    /// The first state of the first tick that starts at or after `unix_us`: every state below it
+    /// belongs to a tick that started before.
+    pub fn state_at(&self, unix_us: i64) -> u64 {
+        self.clock.first_tick_from(unix_us) << self.counter_bits
+    }
+
+    /// The Unix time at which the tick of `state` starts.
+    pub fn start_of_state_us(&self, state: u64) -> i64 {
+        self.clock.tick_start_us(state >> self.counter_bits)
+    }
+
+    /// The Unix time at which the tick of `state` ends.
+    pub fn end_of_state_us(&self, state: u64) -> i64 {
+        self.clock.tick_start_us((state >> self.counter_bits) + 1)
+    }
+
+    /// Now, in Unix µs, on the clock the policy says generators follow.
     #[inline]
-    pub fn next(&self, cell: &AtomicU64, state: &SharedState, config: &Config) -> u64 {
+    fn now_us(state: &SharedState, config: &Config) -> i64 {
+        match config.clock_step_policy {
+            StepPolicy::KeepGenerating => state.generator_clock.now_us(),
+            StepPolicy::Refuse => clock::wall_unix_micros(),
+        }
+    }
+
+    /// Advances the generator's cell and returns the new `tick << counter_bits | counter`.
+    #[inline]
+    pub fn next(&self, state: &SharedState, config: &Config) -> u64 {
+        let cell = (self.cell)(state);
         let bits = self.counter_bits;
         let borrow_ticks = (config.max_clock_borrow_ms as i64 * 1000 / self.clock.unit_us) as u64;
         let mut waited_us = 0i64;
-        let mut last = cell.load(Ordering::Relaxed);
-        let mut now_us = clock::watched_wall_micros(state);
+        let mut last = cell.last.load(Ordering::Relaxed);
+        let mut limit = cell.limit.load(Ordering::Relaxed);
+        let mut now_us = Self::now_us(state, config);
         loop {
             let now_tick = self.clock.tick_at(now_us).unwrap_or_else(|| self.outside_clock(now_us));
             let mut candidate = last + 1;
@@ -108,17 +151,24 @@ impl Generator {
                 // Ahead of the clock by more than we may borrow: wait until it is close enough.
                 let behind_us = self.clock.tick_start_us(candidate_tick - borrow_ticks) - now_us;
                 waited_us += self.wait_for_clock(config, behind_us, waited_us);
-                last = cell.load(Ordering::Relaxed);
-                now_us = clock::watched_wall_micros(state);
+                last = cell.last.load(Ordering::Relaxed);
+                now_us = Self::now_us(state, config);
                 continue;
             }
             if candidate_tick > self.clock.max_tick {
                 self.outside_clock(self.clock.tick_start_us(candidate_tick));
             }
+            if candidate >= limit {
+                waited_us += self.wait_for_mark(state, config, waited_us);
+                last = cell.last.load(Ordering::Relaxed);
+                limit = cell.limit.load(Ordering::Relaxed);
+                now_us = Self::now_us(state, config);
+                continue;
+            }
             // Why the clock is not read again after a lost race: `now` from a moment ago still
             // gives a value above `last`, and under contention re-reading it would double the
             // cost of every retry.
-            match cell.compare_exchange_weak(last, candidate, Ordering::AcqRel, Ordering::Relaxed) {
+            match cell.last.compare_exchange_weak(last, candidate, Ordering::AcqRel, Ordering::Relaxed) {
                 Ok(_) => return candidate,
                 Err(actual) => last = actual,
             }
@@ -131,10 +181,20 @@ impl Generator {
     fn wait_for_clock(&self, config: &Config, behind_us: i64, waited_us: i64) -> i64 {
         let limit_us = config.max_clock_wait_ms as i64 * 1000;
         if waited_us + behind_us > limit_us {
+            let (clock_name, hint) = match config.clock_step_policy {
+                StepPolicy::Refuse => (
+                    "the wall clock",
+                    "pg_idgen.clock_step_policy is refuse: calls fail until the wall clock has caught up. Check the server's clock, or set the policy to keep_generating.",
+                ),
+                StepPolicy::KeepGenerating => (
+                    "pg_idgen's generator clock",
+                    "More ids were asked for than the id format holds per tick; calls succeed again once the clock has caught up.",
+                ),
+            };
             errors::raise(
                 PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
                 format!(
-                    "the wall clock is {} ms behind the {} ids already handed out",
+                    "{clock_name} is {} ms behind the {} ids already handed out",
                     (behind_us + config.max_clock_borrow_ms as i64 * 1000) / 1000,
                     self.name
                 ),
@@ -142,7 +202,7 @@ impl Generator {
                     "Ids may run ahead of the clock by pg_idgen.max_clock_borrow ({} ms); a call waits at most pg_idgen.max_clock_wait ({} ms) for the rest.",
                     config.max_clock_borrow_ms, config.max_clock_wait_ms
                 )),
-                Some("Check the server's clock. Calls succeed again once the clock has caught up."),
+                Some(hint),
             );
         }
         let started = Instant::now();
@@ -156,6 +216,32 @@ impl Generator {
             unsafe { pgrx::pg_sys::pg_usleep(behind_us.min(WAIT_SLICE_US) as _) };
             pgrx::check_for_interrupts!();
         }
+        started.elapsed().as_micros() as i64
+    }
+
+    /// Asks the clock worker for a new high-water mark and waits a moment for it; errors once the
+    /// call has waited `pg_idgen.max_clock_wait` in all. Returns the microseconds waited.
+    #[cold]
+    fn wait_for_mark(&self, state: &SharedState, config: &Config, waited_us: i64) -> i64 {
+        if waited_us > config.max_clock_wait_ms as i64 * 1000 {
+            errors::raise(
+                PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+                format!("the next {} id would pass pg_idgen's persisted high-water mark", self.name),
+                Some(format!(
+                    "The mark is {}; the pg_idgen clock worker keeps it pg_idgen.clock_reserve ahead of the ids in use, and has not moved it within pg_idgen.max_clock_wait ({} ms).",
+                    clock::format_unix_micros(state.mark.durable_us.load(Ordering::Relaxed)),
+                    config.max_clock_wait_ms
+                )),
+                Some("Check that the background worker \"pg_idgen clock\" is running, and the server log for its errors."),
+            );
+        }
+        let latch = state.clock_worker_latch.load(Ordering::Acquire);
+        if !latch.is_null() {
+            unsafe { pgrx::pg_sys::SetLatch(latch) };
+        }
+        let started = Instant::now();
+        unsafe { pgrx::pg_sys::pg_usleep(MARK_WAIT_SLICE_US) };
+        pgrx::check_for_interrupts!();
         started.elapsed().as_micros() as i64
     }
 

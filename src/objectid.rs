@@ -202,15 +202,16 @@ c_functions! {
     }
 }
 
-const GENERATOR: Generator = Generator {
+pub const GENERATOR: Generator = Generator {
     name: "objectid",
     clock: SECONDS,
     counter_bits: COUNTER_BITS,
     tick_start: TickStart::Continue,
+    cell: |state| &state.objectid,
 };
 
 fn generate() -> ObjectId {
-    let (slot, state) = GENERATOR.take("objectid_gen()", |state| &state.objectid_last);
+    let (slot, state) = GENERATOR.take("objectid_gen()");
     ObjectId::from_parts((slot >> COUNTER_BITS) as u32, state.objectid_random, (slot & 0xFF_FFFF) as u32)
 }
 

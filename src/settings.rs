@@ -30,6 +30,8 @@ static SEQUENCE_BITS: GucSetting<i32> = GucSetting::<i32>::new(FROM_PRESET);
 static TIME_UNIT: GucSetting<i32> = GucSetting::<i32>::new(FROM_PRESET);
 static MAX_CLOCK_BORROW: GucSetting<i32> = GucSetting::<i32>::new(1000);
 static MAX_CLOCK_WAIT: GucSetting<i32> = GucSetting::<i32>::new(1000);
+static CLOCK_RESERVE: GucSetting<i32> = GucSetting::<i32>::new(5000);
+static CLOCK_STEP_POLICY: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(Some(c"keep_generating"));
 static MAX_TAGS: GucSetting<i32> = GucSetting::<i32>::new(1024);
 static DATABASE: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(Some(c"postgres"));
 static SEGMENT_WAIT_TIMEOUT: GucSetting<i32> = GucSetting::<i32>::new(5000);
@@ -46,7 +48,7 @@ struct IntSetting {
     flags: GucFlags,
 }
 
-const INT_SETTINGS: [IntSetting; 13] = [
+const INT_SETTINGS: [IntSetting; 14] = [
     IntSetting {
         name: c"pg_idgen.node_id",
         setting: &NODE_ID,
@@ -87,6 +89,12 @@ const INT_SETTINGS: [IntSetting; 13] = [
         name: c"pg_idgen.max_clock_wait",
         setting: &MAX_CLOCK_WAIT,
         short: c"How long a generator call may wait for the clock before it raises an error.",
+        flags: GucFlags::UNIT_MS,
+    },
+    IntSetting {
+        name: c"pg_idgen.clock_reserve",
+        setting: &CLOCK_RESERVE,
+        short: c"How far ahead of the time in use the clock worker keeps the persisted high-water mark.",
         flags: GucFlags::UNIT_MS,
     },
     IntSetting {
@@ -134,7 +142,35 @@ pub struct Config {
     pub node_id: Option<u32>,
     pub max_clock_borrow_ms: u64,
     pub max_clock_wait_ms: u64,
+    pub clock_reserve_ms: u64,
+    pub clock_step_policy: StepPolicy,
     pub segments: SegmentConfig,
+}
+
+/// What the time-based generators do while the wall clock is behind the ids already handed out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StepPolicy {
+    /// Count on from the later of the wall clock and the high-water mark, with the monotonic clock.
+    KeepGenerating,
+    /// Raise an error until the wall clock has caught up (Leaf's behaviour).
+    Refuse,
+}
+
+impl StepPolicy {
+    fn from_name(name: &str) -> Option<StepPolicy> {
+        match name.to_ascii_lowercase().as_str() {
+            "keep_generating" => Some(StepPolicy::KeepGenerating),
+            "refuse" => Some(StepPolicy::Refuse),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            StepPolicy::KeepGenerating => "keep_generating",
+            StepPolicy::Refuse => "refuse",
+        }
+    }
 }
 
 /// Settings of the segment cache and its worker.
@@ -179,6 +215,14 @@ pub fn declare(preloading: bool) {
         c"Database the pg_idgen worker connects to; segment tags live in it.",
         c"",
         &DATABASE,
+        context(),
+        GucFlags::empty(),
+    );
+    GucRegistry::define_string_guc(
+        c"pg_idgen.clock_step_policy",
+        c"When the wall clock steps back: keep_generating (from the monotonic clock) or refuse (raise an error).",
+        c"",
+        &CLOCK_STEP_POLICY,
         context(),
         GucFlags::empty(),
     );
@@ -313,11 +357,19 @@ fn load(level: PgLogLevel) -> Config {
             "It must not be shorter than pg_idgen.segment_fast_range.",
         );
     }
+    let policy_text = string_value(&CLOCK_STEP_POLICY, "keep_generating");
+    let Some(clock_step_policy) = StepPolicy::from_name(&policy_text) else {
+        invalid(level, c"pg_idgen.clock_step_policy", &policy_text, "It must be keep_generating or refuse.")
+    };
     Config {
         layout,
         node_id,
         max_clock_borrow_ms: within(c"pg_idgen.max_clock_borrow", &MAX_CLOCK_BORROW, 0..=i32::MAX),
         max_clock_wait_ms: within(c"pg_idgen.max_clock_wait", &MAX_CLOCK_WAIT, 0..=i32::MAX),
+        // Why at least a second: the clock worker moves the mark when half the reserve is left,
+        // and looks every 100 ms; less would make generator calls wait for it.
+        clock_reserve_ms: within(c"pg_idgen.clock_reserve", &CLOCK_RESERVE, 1000..=3_600_000),
+        clock_step_policy,
         segments,
     }
 }

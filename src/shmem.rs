@@ -3,11 +3,14 @@
 //!
 //! Only atomics live here; each generator owns its fields and touches them lock-free.
 
-use std::sync::atomic::{AtomicI64, AtomicPtr, AtomicU64};
+use std::sync::atomic::{AtomicPtr, AtomicU64};
 
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 
+use crate::clock::GeneratorClock;
+use crate::clock_worker::ClockSteps;
+use crate::mark::MarkState;
 use crate::segment::Slot;
 
 /// Keeps a hot atomic on a cache line of its own, so that generators do not slow each other
@@ -23,22 +26,36 @@ impl<T> std::ops::Deref for CacheLine<T> {
     }
 }
 
+/// The shared state of one time-based generator. Both fields share a cache line: every call
+/// writes `last` and reads `limit`, and the clock worker writes `limit` only when it moves the mark.
+#[repr(C)]
+#[derive(Default)]
+pub struct GeneratorCell {
+    /// `tick << counter_bits | counter` of the last value handed out. Moves only forward, by
+    /// compare-and-swap.
+    pub last: AtomicU64,
+    /// The first value this generator may not hand out: the first tick at or past the durable
+    /// high-water mark, shifted like `last` (see `mark`).
+    pub limit: AtomicU64,
+}
+
 #[repr(C)]
 pub struct SharedState {
-    /// Snowflake: `tick << sequence_bits | sequence` of the last id handed out (node bits left out,
-    /// they are constant). Moves only forward, by compare-and-swap.
-    pub snowflake_last: CacheLine<AtomicU64>,
-    /// ObjectId: `seconds << 24 | counter` of the last ObjectId, and the 5 random bytes of this
-    /// server start.
-    pub objectid_last: CacheLine<AtomicU64>,
+    /// Snowflake: the node bits are left out of `last`, they are constant.
+    pub snowflake: CacheLine<GeneratorCell>,
+    /// ObjectId: `seconds << 24 | counter`, and the 5 random bytes of this server start.
+    pub objectid: CacheLine<GeneratorCell>,
     pub objectid_random: [u8; 5],
-    /// UUIDv7: `ms << 12 | counter` of the last UUID.
-    pub uuid_last: CacheLine<AtomicU64>,
-    /// The clock watch: the latest wall-clock reading any backend made (Unix µs).
-    pub wall_seen_us: CacheLine<AtomicI64>,
-    /// How many times the wall clock was seen to step backwards, and the largest step (µs).
-    pub clock_backward_events: AtomicU64,
-    pub clock_backward_max_us: AtomicU64,
+    /// UUIDv7: `ms << 12 | counter`.
+    pub uuid: CacheLine<GeneratorCell>,
+    /// The generators' clock (policy keep_generating). Read by every call, raised rarely.
+    pub generator_clock: CacheLine<GeneratorClock>,
+    /// The persisted high-water mark and the clock worker's record of wall-clock steps.
+    pub mark: MarkState,
+    pub clock_steps: ClockSteps,
+    /// The clock worker's latch while it runs (null otherwise): a generator that reached the mark
+    /// sets it to ask for a new one.
+    pub clock_worker_latch: AtomicPtr<pg_sys::Latch>,
     /// The segment worker's latch while it runs (null otherwise): backends set it to ask for
     /// ranges.
     pub worker_latch: AtomicPtr<pg_sys::Latch>,
@@ -48,7 +65,9 @@ pub struct SharedState {
 
 impl SharedState {
     /// Builds a fresh state in place. The ObjectId random part and counter start are chosen here,
-    /// once per server start (and again after a crash), as the BSON spec asks.
+    /// once per server start (and again after a crash), as the BSON spec asks. Then the persisted
+    /// high-water mark is restored: no generator hands out anything before the clock worker has
+    /// made a new one durable.
     ///
     /// # Safety
     /// `state` points to enough shared memory for the state, which nobody uses yet.
@@ -57,9 +76,13 @@ impl SharedState {
             // All-zero is a valid start for every atomic; the condition variable is initialised.
             state.write_bytes(0, 1);
             (*state).objectid_random = crate::random::os_bytes::<5>();
-            let [a, b, c] = crate::random::os_bytes::<3>();
-            (*state).objectid_last.store(u64::from_be_bytes([0, 0, 0, 0, 0, a, b, c]), std::sync::atomic::Ordering::Relaxed);
             pg_sys::ConditionVariableInit(&raw mut (*state).segment_loaded);
+            let state = &*state;
+            let [a, b, c] = crate::random::os_bytes::<3>();
+            state.objectid.last.store(u64::from_be_bytes([0, 0, 0, 0, 0, a, b, c]), std::sync::atomic::Ordering::Relaxed);
+            let now = crate::clock::ClockPair::read();
+            state.generator_clock.raise_to(now.wall_us, now.monotonic_us);
+            crate::mark::restore(state, crate::mark::read_file());
         }
     }
 
@@ -105,7 +128,7 @@ unsafe extern "C-unwind" fn request_shared_memory() {
 }
 
 /// Runs in the postmaster at start and again after every crash-restart, which wipes shared
-/// memory: the state is then built anew (ids stay unique: the clock has moved on).
+/// memory: the state is then built anew, from the persisted high-water mark.
 #[pg_guard]
 unsafe extern "C-unwind" fn attach_shared_memory() {
     unsafe {
@@ -127,6 +150,9 @@ unsafe extern "C-unwind" fn attach_shared_memory() {
         SLOTS = slots;
         SEGMENT_LOCK = &raw mut (*pg_sys::GetNamedLWLockTranche(LOCK_TRANCHE.as_ptr())).lock;
         pg_sys::LWLockRelease(lock);
+        if !pg_sys::IsUnderPostmaster {
+            crate::mark::save_at_exit();
+        }
     }
 }
 

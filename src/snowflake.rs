@@ -24,7 +24,7 @@ fn snowflake_next() -> i64 {
     let config = settings::config();
     let node_id = config.node_id.unwrap_or_else(|| errors::node_id_unset());
     let layout = &config.layout;
-    let (slot, _) = generator(layout).take("snowflake_next()", |state| &state.snowflake_last);
+    let (slot, _) = generator(layout).take("snowflake_next()");
     layout.compose(Parts {
         tick: slot >> layout.sequence_bits,
         node_id: node_id as u64,
@@ -33,12 +33,13 @@ fn snowflake_next() -> i64 {
 }
 
 #[inline]
-fn generator(layout: &Layout) -> Generator {
+pub fn generator(layout: &Layout) -> Generator {
     Generator {
         name: "snowflake",
         clock: layout.clock(),
         counter_bits: layout.sequence_bits,
         tick_start: TickStart::RandomBelow(MAX_START_OFFSET.min((layout.max_sequence() + 1) / 4)),
+        cell: |state| &state.snowflake,
     }
 }
 

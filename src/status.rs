@@ -9,7 +9,7 @@ use pgrx::prelude::*;
 use crate::clock;
 use crate::layout::Parts;
 use crate::c_function::{self, c_functions};
-use crate::{settings, shmem};
+use crate::{mark, settings, shmem};
 
 c_functions! {
     /// `pg_idgen_status()`, one row; its columns are declared in `sql/`.
@@ -19,22 +19,31 @@ c_functions! {
 }
 
 /// # Safety
-/// `fcinfo` is the call of `pg_idgen_status()`, declared with the ten OUT columns built here.
+/// `fcinfo` is the call of `pg_idgen_status()`, declared with the sixteen OUT columns built here.
 unsafe fn status_row(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
     let state = shmem::shared();
     let config = settings::config();
     let layout = &config.layout;
     let now_us = clock::wall_unix_micros();
 
-    let slot = state.snowflake_last.load(Relaxed);
-    let last_tick = slot >> layout.sequence_bits;
+    let slot = state.snowflake.last.load(Relaxed);
     let last_id = match (slot, config.node_id) {
         (0, _) | (_, None) => None,
-        (_, Some(node_id)) => {
-            Some(layout.compose(Parts { tick: last_tick, node_id: node_id as u64, sequence: slot & layout.max_sequence() }))
-        }
+        (_, Some(node_id)) => Some(layout.compose(Parts {
+            tick: slot >> layout.sequence_bits,
+            node_id: node_id as u64,
+            sequence: slot & layout.max_sequence(),
+        })),
     };
-    let ahead_us = if slot == 0 { 0 } else { (layout.clock().tick_start_us(last_tick) - now_us).max(0) };
+    // How far ids are ahead of the wall clock: the generators' clock, or the newest id if later.
+    let newest_id_us = mark::generators(config)
+        .iter()
+        .map(|generator| generator.start_of_state_us((generator.cell)(state).last.load(Relaxed)))
+        .max()
+        .unwrap_or(0);
+    let ahead_us = (state.generator_clock.now_us().max(newest_id_us) - now_us).max(0);
+    let steps = &state.clock_steps;
+    let advanced_at_us = state.mark.advanced_at_us.load(Relaxed);
 
     let values = [
         config.node_id.map(|n| n as i32).into_datum(),
@@ -44,9 +53,15 @@ unsafe fn status_row(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
         clock::unix_micros_to_timestamptz(layout.clock().end_us()).into_datum(),
         (layout.ids_per_second_cap() as i64).into_datum(),
         last_id.into_datum(),
+        config.clock_step_policy.name().into_datum(),
         Interval::from_micros(ahead_us).into_datum(),
-        (state.clock_backward_events.load(Relaxed) as i64).into_datum(),
-        Interval::from_micros(state.clock_backward_max_us.load(Relaxed) as i64).into_datum(),
+        (steps.backward_count.load(Relaxed) as i64).into_datum(),
+        Interval::from_micros(steps.backward_max_us.load(Relaxed) as i64).into_datum(),
+        (steps.forward_count.load(Relaxed) as i64).into_datum(),
+        Interval::from_micros(steps.forward_max_us.load(Relaxed) as i64).into_datum(),
+        clock::unix_micros_to_timestamptz(state.mark.durable_us.load(Relaxed)).into_datum(),
+        Interval::from_micros(config.clock_reserve_ms as i64 * 1000).into_datum(),
+        (advanced_at_us != 0).then(|| clock::unix_micros_to_timestamptz(advanced_at_us)).into_datum(),
     ];
     unsafe { c_function::return_row(fcinfo, &values) }
 }

@@ -21,11 +21,12 @@ const MAX_START_COUNTER: u64 = 256;
 /// UUIDv7 milliseconds: Unix ms, up to the 48 bits' limit (year 10889).
 pub const MILLISECONDS: TickClock = TickClock { epoch_us: 0, unit_us: 1000, max_tick: (1 << 48) - 1 };
 
-const GENERATOR: Generator = Generator {
+pub const GENERATOR: Generator = Generator {
     name: "UUIDv7",
     clock: MILLISECONDS,
     counter_bits: COUNTER_BITS,
     tick_start: TickStart::RandomBelow(MAX_START_COUNTER),
+    cell: |state| &state.uuid,
 };
 
 /// The bytes of a v7 UUID with the given ms, counter and 62 bits of rand_b (the top two are
@@ -43,7 +44,7 @@ pub fn from_parts(ms: u64, counter: u16, rand_b: u64) -> [u8; 16] {
 #[pg_extern(volatile, parallel_safe)]
 /// The next UUIDv7 of this server: greater than every one it handed out before, from any backend.
 fn uuid_v7_next() -> pgrx::Uuid {
-    let (slot, _) = GENERATOR.take("uuid_v7_next()", |state| &state.uuid_last);
+    let (slot, _) = GENERATOR.take("uuid_v7_next()");
     let mut rand_b = [0u8; 8];
     random::fill(&mut rand_b);
     pgrx::Uuid::from_bytes(from_parts(slot >> COUNTER_BITS, (slot & 0xFFF) as u16, u64::from_ne_bytes(rand_b)))

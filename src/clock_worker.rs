@@ -1,0 +1,122 @@
+//! The background worker "pg_idgen clock": keeps the persisted high-water mark ahead of the time
+//! in use, keeps the generators' clock up with the wall clock, and watches the wall clock for steps.
+//!
+//! It looks every 100 ms, and at once when a generator that reached the mark sets its latch. It
+//! needs no database connection, so a missing or locked database never holds ids up. It runs
+//! from postmaster start, through recovery and on standbys. Like the segment worker it exits with
+//! code 1, so the postmaster starts it again a second later.
+
+use std::sync::atomic::Ordering::{self, Relaxed};
+use std::sync::atomic::{AtomicI64, AtomicU64};
+use std::time::Duration;
+
+use pgrx::bgworkers::{BackgroundWorker, BackgroundWorkerBuilder, BgWorkerStartTime, SignalWakeFlags};
+use pgrx::pg_sys;
+use pgrx::prelude::*;
+
+use crate::clock::ClockPair;
+use crate::settings::StepPolicy;
+use crate::{mark, settings, shmem};
+
+/// How often the worker looks at the clocks and the mark.
+const LOOK_INTERVAL: Duration = Duration::from_millis(100);
+/// A change of `wall − monotonic` this large between two looks is a step of the wall clock. NTP
+/// slews both clocks alike, so without steps the difference stays within a few µs.
+const STEP_THRESHOLD_US: i64 = 2_000;
+
+/// The wall-clock steps the worker has seen since the server started.
+#[repr(C)]
+pub struct ClockSteps {
+    pub backward_count: AtomicU64,
+    pub backward_max_us: AtomicU64,
+    pub forward_count: AtomicU64,
+    pub forward_max_us: AtomicU64,
+    /// `wall − monotonic` at the worker's last look (0 before the first): a worker started again
+    /// also sees the steps made while it was away.
+    last_offset_us: AtomicI64,
+}
+
+/// Registers the worker. Called from `_PG_init` while preloading.
+pub fn register() {
+    BackgroundWorkerBuilder::new("pg_idgen clock")
+        .set_type("pg_idgen clock")
+        .set_library("pg_idgen")
+        .set_function("pg_idgen_clock_worker_main")
+        // Why from the start, recovery included: it watches the clock on a standby too, and moves
+        // the mark the moment a promotion ends recovery. It writes no WAL before that.
+        .set_start_time(BgWorkerStartTime::PostmasterStart)
+        .set_restart_time(Some(Duration::from_secs(1)))
+        .load();
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn clear_latch(_code: i32, _arg: pg_sys::Datum) {
+    shmem::shared().clock_worker_latch.store(std::ptr::null_mut(), Ordering::Release);
+}
+
+#[unsafe(no_mangle)]
+#[pg_guard]
+pub extern "C-unwind" fn pg_idgen_clock_worker_main(_arg: pg_sys::Datum) {
+    BackgroundWorker::attach_signal_handlers(SignalWakeFlags::SIGHUP | SignalWakeFlags::SIGTERM);
+    let state = shmem::shared();
+    let config = settings::config();
+    unsafe {
+        state.clock_worker_latch.store(&raw mut (*pg_sys::MyProc).procLatch, Ordering::Release);
+        pg_sys::before_shmem_exit(Some(clear_latch), pg_sys::Datum::from(0));
+    }
+    log!(
+        "pg_idgen clock worker started; high-water mark {}, reserve {} ms, clock step policy {}",
+        crate::clock::format_unix_micros(state.mark.durable_us.load(Relaxed)),
+        config.clock_reserve_ms,
+        config.clock_step_policy.name()
+    );
+    let mut recovery_over = false;
+    loop {
+        let now = ClockPair::read();
+        watch_for_steps(&state.clock_steps, now, config.clock_step_policy, state);
+        state.generator_clock.raise_to(now.wall_us, now.monotonic_us);
+        // Why only after recovery: a standby takes its marks from the WAL it replays.
+        recovery_over = recovery_over || unsafe { !pg_sys::RecoveryInProgress() };
+        if recovery_over {
+            mark::advance_if_due(state, config, now);
+        }
+        if !BackgroundWorker::wait_latch(Some(LOOK_INTERVAL)) {
+            break;
+        }
+    }
+    // Why exit code 1: code 0 would unregister the worker for good, also after
+    // pg_terminate_backend; 1 makes the postmaster start it again after the restart time.
+    unsafe { pg_sys::proc_exit(1) };
+}
+
+/// Compares `wall − monotonic` with the last look's: a change is a step of the wall clock. Counts
+/// it, and logs a WARNING for a step back, a LOG line for a step forward.
+fn watch_for_steps(steps: &ClockSteps, now: ClockPair, policy: StepPolicy, state: &shmem::SharedState) {
+    let previous = steps.last_offset_us.swap(now.offset_us(), Relaxed);
+    let step_us = now.offset_us() - previous;
+    if previous == 0 || step_us.abs() < STEP_THRESHOLD_US {
+        return;
+    }
+    let size = step_us.unsigned_abs();
+    if step_us < 0 {
+        steps.backward_count.fetch_add(1, Relaxed);
+        steps.backward_max_us.fetch_max(size, Relaxed);
+        let consequence = match policy {
+            StepPolicy::KeepGenerating => format!(
+                "ids go on from pg_idgen's generator clock, now {} ahead of the wall clock",
+                seconds(state.generator_clock.now_us() - now.wall_us)
+            ),
+            StepPolicy::Refuse => "generators refuse (pg_idgen.clock_step_policy = refuse) until the wall clock has caught up".into(),
+        };
+        warning!("pg_idgen: the wall clock stepped back by {}; {consequence}", seconds(step_us));
+    } else {
+        steps.forward_count.fetch_add(1, Relaxed);
+        steps.forward_max_us.fetch_max(size, Relaxed);
+        log!("pg_idgen: the wall clock stepped forward by {}", seconds(step_us));
+    }
+}
+
+/// A duration for log lines: "10.000 s".
+fn seconds(us: i64) -> String {
+    format!("{:.3} s", us.unsigned_abs() as f64 / 1e6)
+}
