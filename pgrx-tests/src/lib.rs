@@ -17,7 +17,12 @@ const PG_BIN: &str = "/usr/lib/postgresql/15/bin";
 pub struct Cluster {
     pub dir: PathBuf,
     pub port: u16,
+    /// The libfaketime timestamp file, when the server runs on a fake wall clock.
+    fake_clock: Option<PathBuf>,
 }
+
+/// libfaketime from Debian's `libfaketime` package (scripts/lib.sh installs `faketime`).
+const LIBFAKETIME: &str = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1";
 
 fn work_root() -> PathBuf {
     PathBuf::from(std::env::var("PG_IDGEN_WORK").unwrap_or_else(|_| "/tmp/pg_idgen".into()))
@@ -55,7 +60,7 @@ impl Cluster {
         let root = work_root();
         let out = as_postgres("mkdir", &["-p", root.to_str().unwrap()]);
         assert!(out.status.success(), "cannot create {}: {}", root.display(), String::from_utf8_lossy(&out.stderr));
-        Cluster { dir: root.join(format!("system-{name}")), port }
+        Cluster { dir: root.join(format!("system-{name}")), port, fake_clock: None }
     }
 
     pub fn data(&self) -> String {
@@ -91,14 +96,45 @@ impl Cluster {
         assert!(out.status.success());
     }
 
+    /// Runs the server on a fake wall clock from its next start on: libfaketime, preloaded into
+    /// every server process, adds the offset in a file to the wall clock and leaves the monotonic
+    /// clock real. `set_clock_offset` steps the wall clock of all of them at once. The offset
+    /// starts at zero.
+    pub fn use_fake_clock(&mut self) {
+        assert!(Path::new(LIBFAKETIME).exists(), "{LIBFAKETIME} is missing: apt-get install faketime");
+        self.fake_clock = Some(self.dir.join("faketime"));
+        self.set_clock_offset(0);
+    }
+
+    /// Sets the server's wall clock `seconds` away from the real time (negative: behind).
+    pub fn set_clock_offset(&self, seconds: i64) {
+        let path = self.fake_clock.as_ref().expect("use_fake_clock first");
+        // Why write and rename: every clock read opens the file, and must never see it half written.
+        let temp = path.with_extension("tmp");
+        fs::write(&temp, format!("{seconds:+}\n")).expect("write the faketime file");
+        fs::rename(&temp, path).expect("rename the faketime file");
+    }
+
     /// Starts the server and waits until it accepts connections; on failure, the server log.
     pub fn try_start(&self) -> Result<(), String> {
         let log = self.log_path();
         let _ = fs::remove_file(&log);
-        let out = as_postgres(
-            bin("pg_ctl").as_str(),
-            &["-D", &self.data(), "-l", log.to_str().unwrap(), "-w", "-t", "60", "start"],
-        );
+        let pg_ctl = bin("pg_ctl");
+        let mut args = vec!["-D".to_string(), self.data(), "-l".into(), log.to_string_lossy().into_owned()];
+        args.extend(["-w", "-t", "60", "start"].map(String::from));
+        if let Some(file) = &self.fake_clock {
+            // Why no cache: a step must reach every process at once, as a real one does.
+            let env = [
+                format!("LD_PRELOAD={LIBFAKETIME}"),
+                format!("FAKETIME_TIMESTAMP_FILE={}", file.display()),
+                "FAKETIME_DONT_FAKE_MONOTONIC=1".into(),
+                "FAKETIME_NO_CACHE=1".into(),
+            ];
+            args = env.into_iter().chain([pg_ctl.clone()]).chain(args).collect();
+        }
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let program = if self.fake_clock.is_some() { "env" } else { pg_ctl.as_str() };
+        let out = as_postgres(program, &args);
         if out.status.success() {
             Ok(())
         } else {
@@ -114,6 +150,12 @@ impl Cluster {
 
     pub fn stop(&self) {
         let _ = as_postgres(bin("pg_ctl").as_str(), &["-D", &self.data(), "-m", "fast", "-w", "stop"]);
+    }
+
+    /// Promotes a standby and waits until it accepts writes.
+    pub fn promote(&self) {
+        let out = as_postgres(bin("pg_ctl").as_str(), &["-D", &self.data(), "-w", "promote"]);
+        assert!(out.status.success(), "pg_ctl promote failed: {}", String::from_utf8_lossy(&out.stderr));
     }
 
     /// Kills the postmaster with SIGKILL, as a crash would, and waits for its backends to go.
@@ -192,7 +234,17 @@ impl Drop for Cluster {
 
 /// A cluster with pg_idgen preloaded, the given extra settings, started, extension created.
 pub fn started_cluster(name: &str, port: u16, settings: &[&str]) -> Cluster {
-    let cluster = Cluster::init(name, port);
+    start_with_extension(Cluster::init(name, port), settings)
+}
+
+/// The same, on a fake wall clock (see `Cluster::use_fake_clock`), at first set to the real time.
+pub fn started_cluster_on_fake_clock(name: &str, port: u16, settings: &[&str]) -> Cluster {
+    let mut cluster = Cluster::init(name, port);
+    cluster.use_fake_clock();
+    start_with_extension(cluster, settings)
+}
+
+fn start_with_extension(cluster: Cluster, settings: &[&str]) -> Cluster {
     let mut lines = vec!["shared_preload_libraries = 'pg_idgen'"];
     lines.extend_from_slice(settings);
     cluster.configure(&lines);
@@ -276,5 +328,136 @@ pub fn assert_cross_backend_order(cluster: &Cluster, generator: &str, sql_type: 
         let second: String = b.query_one(&take, &[]).unwrap().get(0);
         let ordered: bool = a.query_one(&compare, &[&first, &second]).unwrap().get(0);
         assert!(ordered, "{generator}, round {round}: B's {second} is not greater than A's earlier {first}");
+    }
+}
+
+/// The ids one client took from the three time-based generators, in the order it took them.
+pub struct ClientIds {
+    /// Which group the client belongs to (a phase of the test: before or after a restart, …).
+    pub phase: i32,
+    /// `(snowflake, uuid, objectid)` rows, the last two as text.
+    pub ids: Vec<(i64, String, String)>,
+    /// When each batch came back: the gaps show whether generation stopped.
+    pub batch_times: Vec<Instant>,
+    /// The error that ended the client, if one did (a killed server, …).
+    pub error: Option<String>,
+}
+
+impl ClientIds {
+    /// The longest time between two batches coming back.
+    pub fn longest_gap(&self) -> Duration {
+        self.batch_times.windows(2).map(|w| w[1] - w[0]).max().unwrap_or_default()
+    }
+}
+
+/// Clients that take snowflake ids, UUIDv7s and ObjectIds together, 1,000 rows a statement, as
+/// fast as they can, until stopped or until the server fails them.
+pub struct Load {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    clients: Vec<thread::JoinHandle<ClientIds>>,
+}
+
+impl Load {
+    pub fn start(cluster: &Cluster, clients: usize, phase: i32) -> Load {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let stop = std::sync::Arc::new(AtomicBool::new(false));
+        let clients = (0..clients)
+            .map(|_| {
+                let mut db = cluster.connect();
+                let stop = stop.clone();
+                thread::spawn(move || {
+                    let mut taken = ClientIds { phase, ids: Vec::new(), batch_times: Vec::new(), error: None };
+                    while !stop.load(Ordering::Relaxed) {
+                        let batch = db.query(
+                            "SELECT snowflake_next(), uuid_v7_next()::text, objectid_gen()::text FROM generate_series(1, 1000)",
+                            &[],
+                        );
+                        match batch {
+                            Ok(rows) => {
+                                taken.ids.extend(rows.iter().map(|r| (r.get(0), r.get(1), r.get(2))));
+                                taken.batch_times.push(Instant::now());
+                            }
+                            Err(e) => {
+                                taken.error = Some(e.to_string());
+                                break;
+                            }
+                        }
+                    }
+                    taken
+                })
+            })
+            .collect();
+        Load { stop, clients }
+    }
+
+    /// Lets the clients run for `duration`, then stops them.
+    pub fn stop_after(self, duration: Duration) -> Vec<ClientIds> {
+        thread::sleep(duration);
+        self.stop()
+    }
+
+    /// Stops the clients and returns what each took.
+    pub fn stop(self) -> Vec<ClientIds> {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.clients.into_iter().map(|c| c.join().expect("client thread")).collect()
+    }
+}
+
+/// Stores the ids the clients took into a new table `table (phase, client, n, snowflake, uuid,
+/// objectid)` and asserts, in SQL over the stored rows, for each of the three generators: no
+/// duplicate; each client's ids strictly increase; every id of a phase is greater than every id of
+/// the phases before it.
+pub fn assert_ids_unique_and_ordered(db: &mut Client, table: &str, clients: &[ClientIds]) {
+    const CHUNK: usize = 50_000;
+    db.batch_execute(&format!(
+        "CREATE TABLE {table} (phase int, client int, n int, snowflake bigint, uuid uuid, objectid objectid)"
+    ))
+    .unwrap();
+    let insert = format!(
+        "INSERT INTO {table} SELECT $1, $2, $3::int + n::int, s, u::uuid, o::objectid
+           FROM unnest($4::bigint[], $5::text[], $6::text[]) WITH ORDINALITY AS i(s, u, o, n)"
+    );
+    let mut total = 0i64;
+    for (client, taken) in clients.iter().enumerate() {
+        for (chunk_number, chunk) in taken.ids.chunks(CHUNK).enumerate() {
+            let first = (chunk_number * CHUNK) as i32;
+            let snowflakes: Vec<i64> = chunk.iter().map(|r| r.0).collect();
+            let uuids: Vec<&str> = chunk.iter().map(|r| r.1.as_str()).collect();
+            let objectids: Vec<&str> = chunk.iter().map(|r| r.2.as_str()).collect();
+            db.execute(&insert, &[&taken.phase, &(client as i32), &first, &snowflakes, &uuids, &objectids]).unwrap();
+            total += chunk.len() as i64;
+        }
+    }
+    assert!(total > 0, "{table}: the clients took no ids");
+    for column in ["snowflake", "uuid", "objectid"] {
+        let row = db.query_one(&format!("SELECT count(*), count(DISTINCT {column}) FROM {table}"), &[]).unwrap();
+        let (count, distinct): (i64, i64) = (row.get(0), row.get(1));
+        assert_eq!(count, total, "{table}: every {column} was stored");
+        assert_eq!(distinct, count, "{table}: every {column} is distinct");
+        let not_increasing: i64 = db
+            .query_one(
+                &format!(
+                    "SELECT count(*) FROM (SELECT {column} AS id, lag({column}) OVER (PARTITION BY client ORDER BY n) AS previous
+                                             FROM {table}) AS p
+                      WHERE id <= previous"
+                ),
+                &[],
+            )
+            .unwrap()
+            .get(0);
+        assert_eq!(not_increasing, 0, "{table}: each client's {column}s strictly increase");
+        // Sorted by id, the phases must never go back: then every id of a phase is greater than
+        // every id of the phases before.
+        let overlapping: i64 = db
+            .query_one(
+                &format!(
+                    "SELECT count(*) FROM (SELECT phase, lag(phase) OVER (ORDER BY {column}) AS previous FROM {table}) AS p
+                      WHERE phase < previous"
+                ),
+                &[],
+            )
+            .unwrap()
+            .get(0);
+        assert_eq!(overlapping, 0, "{table}: every {column} of a phase is greater than every {column} of the phases before");
     }
 }

@@ -1,0 +1,155 @@
+//! System tests of clock safety: real clusters whose wall clock libfaketime steps at run time
+//! (the monotonic clock stays real), crashes, restarts and a promoted standby. Every test collects
+//! the ids real clients took and counts duplicates over stored rows.
+
+use std::thread::sleep;
+use std::time::Duration;
+
+use pg_idgen_system_tests::{
+    assert_ids_unique_and_ordered, sqlstate, started_cluster, started_cluster_on_fake_clock, Client, ClientIds, Cluster, Load,
+};
+
+const CLIENTS: usize = 4;
+
+/// Generation must never stop for longer than this (a batch of 1,000 rows takes a few ms).
+const LONGEST_ALLOWED_GAP: Duration = Duration::from_secs(1);
+
+fn status_row(db: &mut Client, columns: &str) -> postgres::Row {
+    db.query_one(&format!("SELECT {columns} FROM pg_idgen_status()"), &[]).unwrap()
+}
+
+fn seconds(db: &mut Client, interval_column: &str) -> f64 {
+    status_row(db, &format!("extract(epoch FROM {interval_column})::float8")).get(0)
+}
+
+/// Claim: while 4 clients take snowflake ids, UUIDv7s and ObjectIds, the wall clock steps back
+/// 10 s, then another hour. No client sees an error or a pause, no id repeats, every client's ids
+/// of each kind strictly increase, and both steps are in the server log (WARNING) and in
+/// `pg_idgen_status()`.
+#[test]
+fn wall_clock_steps_back_neither_stop_nor_repeat_ids() {
+    let cluster = started_cluster_on_fake_clock("steps", 54380, &["pg_idgen.node_id = 11"]);
+    let load = Load::start(&cluster, CLIENTS, 0);
+    sleep(Duration::from_millis(1500));
+    cluster.set_clock_offset(-10);
+    sleep(Duration::from_millis(1500));
+    cluster.set_clock_offset(-3610);
+    sleep(Duration::from_millis(1500));
+    let clients = load.stop();
+
+    for (i, client) in clients.iter().enumerate() {
+        assert_eq!(client.error, None, "client {i} failed");
+        assert!(client.longest_gap() < LONGEST_ALLOWED_GAP, "client {i} waited {:?} for a batch", client.longest_gap());
+    }
+    let mut db = cluster.connect();
+    assert_ids_unique_and_ordered(&mut db, "stepped", &clients);
+
+    let log = cluster.log();
+    for step in ["stepped back by 10.000 s", "stepped back by 3600.000 s"] {
+        assert!(log.contains(&format!("WARNING:  pg_idgen: the wall clock {step}")), "log lacks {step:?}:\n{log}");
+    }
+    let events: i64 = status_row(&mut db, "clock_backward_events").get(0);
+    assert_eq!(events, 2, "two backward steps counted");
+    let largest = seconds(&mut db, "largest_clock_backward");
+    assert!((largest - 3600.0).abs() < 0.01, "largest backward step {largest} s");
+    let ahead = seconds(&mut db, "ahead_of_clock");
+    assert!((3609.5..3611.0).contains(&ahead), "ids are {ahead} s ahead of the wall clock, expected 3610");
+}
+
+/// Claim: a server started with its clock 30 s behind the last id it made (after a clean stop),
+/// and again 60 s behind (after kill -9), hands out only ids greater than every id before.
+#[test]
+fn restart_with_the_clock_behind_continues_past_every_earlier_id() {
+    let cluster = started_cluster_on_fake_clock("behind", 54381, &["pg_idgen.node_id = 12"]);
+    let take = |phase| Load::start(&cluster, 1, phase).stop_after(Duration::from_millis(300));
+    let mut phases = take(0);
+    cluster.stop();
+    cluster.set_clock_offset(-30);
+    cluster.start();
+    phases.extend(take(1));
+    cluster.kill9();
+    cluster.set_clock_offset(-60);
+    cluster.restart_after_crash();
+    phases.extend(take(2));
+
+    assert!(phases.iter().all(|p| p.error.is_none() && !p.ids.is_empty()), "every phase took ids");
+    assert_ids_unique_and_ordered(&mut cluster.connect(), "behind", &phases);
+}
+
+/// Claim: 10 times, the postmaster is killed with SIGKILL while 4 clients take ids, and started
+/// again with the wall clock 2 s further behind. Over all ids the clients received: no duplicate,
+/// and every id taken after a restart is greater than every id taken before it.
+#[test]
+fn kill_9_cycles_under_load_never_repeat_an_id() {
+    let cluster = started_cluster_on_fake_clock("kill9", 54382, &["pg_idgen.node_id = 13"]);
+    let mut taken: Vec<ClientIds> = Vec::new();
+    for cycle in 0..10 {
+        let load = Load::start(&cluster, CLIENTS, cycle);
+        sleep(Duration::from_millis(600));
+        cluster.kill9();
+        taken.extend(load.stop());
+        cluster.set_clock_offset(-2 * (cycle as i64 + 1));
+        cluster.restart_after_crash();
+    }
+    let received: usize = taken.iter().map(|c| c.ids.len()).sum();
+    assert!(received > 10 * CLIENTS * 1000, "the clients took ids in every cycle ({received})");
+    assert_ids_unique_and_ordered(&mut cluster.connect(), "crashed", &taken);
+}
+
+/// Claim: a streaming standby with the same node id, whose clock is 5 s behind, promoted after
+/// its primary stopped, hands out only ids greater than every id the old primary handed out —
+/// also those made after the standby was cloned (the marks reach it through WAL).
+#[test]
+fn promoted_standby_with_a_slow_clock_continues_past_the_old_primary() {
+    let primary = started_cluster("promote-primary", 54383, &["pg_idgen.node_id = 14"]);
+    let mut taken = Load::start(&primary, 2, 0).stop_after(Duration::from_millis(500));
+    let mut standby = Cluster::standby_of("promote-standby", 54384, &primary);
+    standby.use_fake_clock();
+    standby.set_clock_offset(-5);
+    standby.configure(&["shared_preload_libraries = 'pg_idgen'", "pg_idgen.node_id = 14"]);
+    standby.start();
+    // Long enough for the primary to move its mark (every clock_reserve / 2) past the backup's.
+    taken.extend(Load::start(&primary, 2, 0).stop_after(Duration::from_millis(4000)));
+    primary.stop();
+    standby.promote();
+    taken.extend(Load::start(&standby, 2, 1).stop_after(Duration::from_millis(500)));
+
+    assert!(taken.iter().all(|c| c.error.is_none() && !c.ids.is_empty()), "every client took ids");
+    assert_ids_unique_and_ordered(&mut standby.connect(), "promoted", &taken);
+}
+
+/// Claim: with `pg_idgen.clock_step_policy = refuse`, after the wall clock steps back 10 s every
+/// generator raises SQLSTATE 55000 saying how far behind the clock is; once the clock is back,
+/// generation resumes with ids greater than before.
+#[test]
+fn refuse_policy_errors_while_behind_and_resumes_when_the_clock_catches_up() {
+    let cluster = started_cluster_on_fake_clock(
+        "refuse",
+        54385,
+        &["pg_idgen.node_id = 15", "pg_idgen.clock_step_policy = refuse", "pg_idgen.max_clock_wait = 200"],
+    );
+    let before = Load::start(&cluster, 1, 0).stop_after(Duration::from_millis(300));
+    cluster.set_clock_offset(-10);
+    // Let the clock worker see the step (it looks every 100 ms) before the clock is set right.
+    sleep(Duration::from_millis(300));
+    let mut db = cluster.connect();
+    for generator in ["snowflake_next()", "uuid_v7_next()", "objectid_gen()"] {
+        let error = db.query_one(&format!("SELECT {generator}"), &[]).expect_err("the refuse policy must refuse");
+        assert_eq!(sqlstate(&error), "55000", "{generator}: {error:?}");
+        let message = error.as_db_error().unwrap().message().to_string();
+        let behind_ms: i64 = message
+            .strip_prefix("the wall clock is ")
+            .and_then(|rest| rest.split(" ms behind").next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("{generator}: unexpected message {message:?}"));
+        assert!((9_000..=11_000).contains(&behind_ms), "{generator}: {message}");
+    }
+    cluster.set_clock_offset(0);
+    let after = Load::start(&cluster, 1, 1).stop_after(Duration::from_millis(300));
+    assert!(after[0].error.is_none(), "generation resumed: {:?}", after[0].error);
+
+    let taken: Vec<ClientIds> = before.into_iter().chain(after).collect();
+    assert_ids_unique_and_ordered(&mut db, "refused", &taken);
+    let log = cluster.log();
+    assert!(log.contains("stepped back by 10.000 s; generators refuse"), "log:\n{log}");
+}
