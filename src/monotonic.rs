@@ -260,3 +260,25 @@ impl Generator {
         )
     }
 }
+
+#[cfg(any(test, feature = "pg_test"))]
+#[pgrx::pg_schema]
+mod tests {
+    use super::TickClock;
+    use pgrx::prelude::*;
+
+    #[pg_test]
+    fn a_mark_maps_to_the_first_tick_starting_at_or_after_it() {
+        // 1 ms ticks from Unix second 1, ticks 0 ..= 99.
+        let clock = TickClock { epoch_us: 1_000_000, unit_us: 1000, max_tick: 99 };
+        assert_eq!(clock.first_tick_from(0), 0, "before the epoch");
+        assert_eq!(clock.first_tick_from(1_000_000), 0, "the start of tick 0");
+        assert_eq!(clock.first_tick_from(1_000_001), 1, "inside tick 0: tick 0 may hold ids before the mark");
+        assert_eq!(clock.first_tick_from(1_001_000), 1);
+        assert_eq!(clock.first_tick_from(i64::MAX), 100, "past the end: max_tick + 1");
+        for mark in [1_000_001, 1_050_500, 1_099_999] {
+            let first = clock.first_tick_from(mark);
+            assert!(clock.tick_start_us(first) >= mark && clock.tick_start_us(first - 1) < mark, "mark {mark}");
+        }
+    }
+}

@@ -80,6 +80,8 @@ fn invalid_settings_stop_the_server_and_name_the_setting() {
         (&["pg_idgen.epoch = 'not a time'"], "invalid value for parameter \"pg_idgen.epoch\": \"not a time\""),
         (&["pg_idgen.epoch = '1900-01-01'"], "time bits of this layout have already run out"),
         (&["pg_idgen.max_clock_wait = -5"], "invalid value for parameter \"pg_idgen.max_clock_wait\""),
+        (&["pg_idgen.clock_step_policy = 'sometimes'"], "invalid value for parameter \"pg_idgen.clock_step_policy\": \"sometimes\""),
+        (&["pg_idgen.clock_reserve = 10"], "invalid value for parameter \"pg_idgen.clock_reserve\": \"10\""),
     ];
     for (settings, expected) in cases {
         let mut lines = vec!["shared_preload_libraries = 'pg_idgen'"];

@@ -5,11 +5,14 @@ SHOW pg_idgen.epoch;
 SHOW pg_idgen.time_bits;
 SHOW pg_idgen.max_clock_borrow;
 SHOW pg_idgen.max_clock_wait;
+SHOW pg_idgen.clock_reserve;
+SHOW pg_idgen.clock_step_policy;
 
 -- None can change while the server runs.
 SET pg_idgen.node_id = 8;
 SET pg_idgen.layout = 'sonyflake';
 SET pg_idgen.max_clock_borrow = '5s';
+SET pg_idgen.clock_step_policy = 'refuse';
 ALTER SYSTEM SET pg_idgen.node_id = 'seven';
 
 -- The namespace is reserved: a misspelt setting is an error, not a silent new variable.

@@ -12,3 +12,13 @@ SELECT last_id >= :id AS last_id_is_current,
        clock_backward_events,
        largest_clock_backward
   FROM pg_idgen_status();
+
+-- Clock safety: the policy, the wall-clock steps seen (none here), and the persisted high-water
+-- mark, which the clock worker keeps ahead of the ids in use by at most the reserve.
+SELECT clock_step_policy, clock_reserve, clock_backward_events, largest_clock_backward,
+       clock_forward_events, largest_clock_forward
+  FROM pg_idgen_status();
+SELECT high_water_mark > clock_timestamp() AS mark_ahead_of_now,
+       high_water_mark <= clock_timestamp() + clock_reserve AS mark_within_reserve,
+       mark_advanced_at <= clock_timestamp() AS mark_advanced
+  FROM pg_idgen_status();
