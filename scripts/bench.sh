@@ -5,6 +5,9 @@
 # rate with 1, 2 and 4 concurrent clients (pgbench), and the sustained snowflake rate.
 #   ./dev bench            (N=5000000, 3 interleaved rounds)
 #   N=1000000 ROUNDS=1 ./dev bench
+#   BASELINE_REV=<git revision> ./dev bench
+#                          also times snowflake_next() of that revision against this one, in
+#                          alternating clusters of this run (the cost of a change on the hot path)
 cd "$(dirname "$0")/.."
 source scripts/lib.sh
 
@@ -77,3 +80,31 @@ measure "sustained rate, default layout (twitter, cap 4,096,000 ids/s), no clock
 rate=$(column 'snowflake_next()' 3)
 echo "snowflake_next() sustained $rate ids/s = $(ratio "$rate" 4096000) of the layout's cap (target: >= 95%);" \
      "the same backend calls it $raw_rate times/s when the cap is out of the way"
+
+# 3. Optional: snowflake_next() of another revision against this one, same settings as in 1,
+#    alternating builds, best of each. Both are packaged once; the installed files are swapped.
+if [ -n "${BASELINE_REV:-}" ]; then
+    PKG=$WORK_ROOT/bench-packages
+    # Why one target directory: the dependencies are the same, only pg_idgen itself is rebuilt.
+    target=$PWD/target
+    package() { # package SOURCE-DIR NAME
+        say "packaging $2"
+        (cd "$1" && CARGO_TARGET_DIR=$target cargo pgrx package --pg-config "$PG_CONFIG" --out-dir "$PKG/$2" >/dev/null)
+    }
+    rm -rf "$PKG" "$WORK_ROOT/baseline-src" && mkdir -p "$WORK_ROOT/baseline-src"
+    git archive "$BASELINE_REV" | tar -x -C "$WORK_ROOT/baseline-src"
+    package "$WORK_ROOT/baseline-src" baseline
+    package . current
+    swap_in() { cp -r "$PKG/$1/." /; }
+    for build in baseline current baseline current; do
+        swap_in $build
+        measure "snowflake_next(), $build build ($([ $build = baseline ] && echo "$BASELINE_REV" || git rev-parse --short HEAD)), layout 41/4/18, N=$N" \
+            '{g,snowflake_next()}' "pg_idgen.node_id = 1" "pg_idgen.node_bits = 4" "pg_idgen.sequence_bits = 18"
+        echo "$build $(column 'snowflake_next()' 4)" >>"$PKG/costs"
+    done
+    swap_in current
+    read -r before after < <(awk '$1 == "baseline" && (!b || $2 < b) { b = $2 } $1 == "current" && (!c || $2 < c) { c = $2 }
+                                  END { print b, c }' "$PKG/costs")
+    echo "snowflake_next() ns per call above baseline, best of 2 clusters each: $BASELINE_REV $before, current $after" \
+         "($(awk -v a="$after" -v b="$before" 'BEGIN { printf "%+.1f%%", 100 * (a - b) / b }'))"
+fi
