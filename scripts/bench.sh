@@ -82,7 +82,7 @@ echo "snowflake_next() sustained $rate ids/s = $(ratio "$rate" 4096000) of the l
      "the same backend calls it $raw_rate times/s when the cap is out of the way"
 
 # 3. Optional: snowflake_next() of another revision against this one, same settings as in 1,
-#    alternating builds, best of each. Both are packaged once; the installed files are swapped.
+#    alternating builds (PAIRS clusters of each, default 5), best and median of each. Both are packaged once; the installed files are swapped.
 if [ -n "${BASELINE_REV:-}" ]; then
     PKG=$WORK_ROOT/bench-packages
     # Why one target directory: the dependencies are the same, only pg_idgen itself is rebuilt.
@@ -96,15 +96,18 @@ if [ -n "${BASELINE_REV:-}" ]; then
     package "$WORK_ROOT/baseline-src" baseline
     package . current
     swap_in() { cp -r "$PKG/$1/." /; }
-    for build in baseline current baseline current; do
+    for pair in $(seq "${PAIRS:-5}"); do for build in baseline current; do
         swap_in $build
         measure "snowflake_next(), $build build ($([ $build = baseline ] && echo "$BASELINE_REV" || git rev-parse --short HEAD)), layout 41/4/18, N=$N" \
             '{g,snowflake_next()}' "pg_idgen.node_id = 1" "pg_idgen.node_bits = 4" "pg_idgen.sequence_bits = 18"
         echo "$build $(column 'snowflake_next()' 4)" >>"$PKG/costs"
-    done
+    done; done
     swap_in current
-    read -r before after < <(awk '$1 == "baseline" && (!b || $2 < b) { b = $2 } $1 == "current" && (!c || $2 < c) { c = $2 }
-                                  END { print b, c }' "$PKG/costs")
-    echo "snowflake_next() ns per call above baseline, best of 2 clusters each: $BASELINE_REV $before, current $after" \
-         "($(awk -v a="$after" -v b="$before" 'BEGIN { printf "%+.1f%%", 100 * (a - b) / b }'))"
+    best() { awk -v b="$1" '$1 == b { print $2 }' "$PKG/costs" | sort -n | head -1; }
+    median() { awk -v b="$1" '$1 == b { print $2 }' "$PKG/costs" | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+    change() { awk -v a="$2" -v b="$1" 'BEGIN { printf "%+.1f%%", 100 * (a - b) / b }'; }
+    say "snowflake_next() ns per call above baseline, ${PAIRS:-5} clusters of each build, alternating"
+    printf '%-12s %10s %10s\n' build best median
+    printf '%-12s %10s %10s\n' "$BASELINE_REV" "$(best baseline)" "$(median baseline)" current "$(best current)" "$(median current)"
+    echo "change: best $(change "$(best baseline)" "$(best current)"), median $(change "$(median baseline)" "$(median current)")"
 fi

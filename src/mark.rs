@@ -104,6 +104,9 @@ fn log_to_wal(mark_us: i64) {
     unsafe {
         pg_sys::XLogBeginInsert();
         pg_sys::XLogRegisterData(payload.as_mut_ptr().cast(), payload.len() as i32);
+        // Why "unimportant" (as PostgreSQL marks its own periodic records): an idle server then
+        // still skips checkpoints and archive_timeout segment switches. It is flushed all the same.
+        pg_sys::XLogSetRecordFlags(pg_sys::XLOG_MARK_UNIMPORTANT as u8);
         let lsn = pg_sys::XLogInsert(RMGR_ID, XLOG_MARK);
         pg_sys::XLogFlush(lsn);
     }

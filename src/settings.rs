@@ -88,7 +88,7 @@ const INT_SETTINGS: [IntSetting; 14] = [
     IntSetting {
         name: c"pg_idgen.max_clock_wait",
         setting: &MAX_CLOCK_WAIT,
-        short: c"How long a generator call may wait for the clock before it raises an error.",
+        short: c"How long a generator call may wait for the clock or a new high-water mark before it raises an error.",
         flags: GucFlags::UNIT_MS,
     },
     IntSetting {
