@@ -153,3 +153,68 @@ fn refuse_policy_errors_while_behind_and_resumes_when_the_clock_catches_up() {
     let log = cluster.log();
     assert!(log.contains("stepped back by 10.000 s; generators refuse"), "log:\n{log}");
 }
+
+/// Claim: with the clock worker terminated three times while 4 clients take ids, no client sees
+/// an error or a pause: the reserve outlasts the second the postmaster takes to start the worker
+/// again, and the new worker goes on moving the mark.
+#[test]
+fn a_terminated_clock_worker_holds_nothing_up() {
+    let cluster = started_cluster("clock-worker", 54386, &["pg_idgen.node_id = 16"]);
+    let mut db = cluster.connect();
+    let worker_pid = |db: &mut Client| -> Option<i32> {
+        db.query_opt("SELECT pid FROM pg_stat_activity WHERE backend_type = 'pg_idgen clock'", &[]).unwrap().map(|r| r.get(0))
+    };
+    let load = Load::start(&cluster, CLIENTS, 0);
+    let mut pids = Vec::new();
+    for _ in 0..3 {
+        // The postmaster starts the worker again a second after it went.
+        let mut pid = worker_pid(&mut db);
+        for _ in 0..50 {
+            if pid.is_some() {
+                break;
+            }
+            sleep(Duration::from_millis(100));
+            pid = worker_pid(&mut db);
+        }
+        let pid = pid.expect("the clock worker runs");
+        pids.push(pid);
+        db.execute("SELECT pg_terminate_backend($1)", &[&pid]).unwrap();
+        sleep(Duration::from_millis(1500));
+    }
+    let clients = load.stop();
+    for (i, client) in clients.iter().enumerate() {
+        assert_eq!(client.error, None, "client {i} failed");
+        assert!(client.longest_gap() < LONGEST_ALLOWED_GAP, "client {i} waited {:?} for a batch", client.longest_gap());
+    }
+    pids.dedup();
+    assert_eq!(pids.len(), 3, "a new worker each time: {pids:?}");
+    let advanced_recently: bool =
+        status_row(&mut db, "mark_advanced_at > clock_timestamp() - clock_reserve AND high_water_mark > clock_timestamp()").get(0);
+    assert!(advanced_recently, "the last worker moves the mark");
+    assert_ids_unique_and_ordered(&mut db, "worker_gone", &clients);
+}
+
+/// Claim: a server whose `pg_idgen.mark` file is damaged does not start (starting without the
+/// mark could repeat ids), and says which file and what to do; with the file mended, it starts and
+/// continues past the time written into it.
+#[test]
+fn a_damaged_mark_file_stops_the_server_at_start() {
+    let cluster = started_cluster("mark-file", 54387, &["pg_idgen.node_id = 17"]);
+    cluster.stop();
+    let file = std::path::Path::new(&cluster.data()).join("pg_idgen.mark");
+    std::fs::write(&file, "not a time\n").unwrap();
+    let log = cluster.try_start().expect_err("the server must not start without its mark");
+    assert!(log.contains("FATAL:  file \"pg_idgen.mark\" does not hold a high-water mark: \"not a time\""), "log:\n{log}");
+    assert!(log.contains("HINT:  pg_idgen keeps its high-water mark in pg_idgen.mark"), "log:\n{log}");
+
+    // An hour ahead of now, in Unix microseconds.
+    let an_hour_ahead_us = (std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_micros() as i64) + 3_600_000_000;
+    std::fs::write(&file, format!("{an_hour_ahead_us}\n")).unwrap();
+    cluster.start();
+    let hours_ahead: f64 = cluster
+        .connect()
+        .query_one("SELECT extract(epoch FROM snowflake_timestamp(snowflake_next()) - clock_timestamp())::float8 / 3600", &[])
+        .unwrap()
+        .get(0);
+    assert!((0.99..1.01).contains(&hours_ahead), "the first id is {hours_ahead} h ahead, not 1 h");
+}
