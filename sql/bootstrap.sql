@@ -117,7 +117,8 @@ CREATE FUNCTION pg_idgen_status(
         OUT largest_clock_forward interval,
         OUT high_water_mark timestamptz,
         OUT clock_reserve interval,
-        OUT mark_advanced_at timestamptz)
+        OUT mark_advanced_at timestamptz,
+        OUT clock_worker_pid int)
     RETURNS record
     AS 'MODULE_PATHNAME', 'pg_idgen_status'
     LANGUAGE C VOLATILE PARALLEL SAFE;

@@ -50,8 +50,10 @@ pub fn register() {
 }
 
 #[pg_guard]
-unsafe extern "C-unwind" fn clear_latch(_code: i32, _arg: pg_sys::Datum) {
-    shmem::shared().clock_worker_latch.store(std::ptr::null_mut(), Ordering::Release);
+unsafe extern "C-unwind" fn unpublish(_code: i32, _arg: pg_sys::Datum) {
+    let state = shmem::shared();
+    state.clock_worker_latch.store(std::ptr::null_mut(), Ordering::Release);
+    state.clock_worker_pid.store(0, Relaxed);
 }
 
 #[unsafe(no_mangle)]
@@ -62,7 +64,8 @@ pub extern "C-unwind" fn pg_idgen_clock_worker_main(_arg: pg_sys::Datum) {
     let config = settings::config();
     unsafe {
         state.clock_worker_latch.store(&raw mut (*pg_sys::MyProc).procLatch, Ordering::Release);
-        pg_sys::before_shmem_exit(Some(clear_latch), pg_sys::Datum::from(0));
+        state.clock_worker_pid.store(pg_sys::MyProcPid, Relaxed);
+        pg_sys::before_shmem_exit(Some(unpublish), pg_sys::Datum::from(0));
     }
     log!(
         "pg_idgen clock worker started; high-water mark {}, reserve {} ms, clock step policy {}",

@@ -232,7 +232,7 @@ impl Generator {
                     clock::format_unix_micros(state.mark.durable_us.load(Ordering::Relaxed)),
                     config.max_clock_wait_ms
                 )),
-                Some("Check that the background worker \"pg_idgen clock\" is running, and the server log for its errors."),
+                Some("Check that the background worker \"pg_idgen clock\" runs (pg_idgen_status().clock_worker_pid), and the server log for its errors."),
             );
         }
         let latch = state.clock_worker_latch.load(Ordering::Acquire);

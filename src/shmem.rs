@@ -3,7 +3,7 @@
 //!
 //! Only atomics live here; each generator owns its fields and touches them lock-free.
 
-use std::sync::atomic::{AtomicPtr, AtomicU64};
+use std::sync::atomic::{AtomicI32, AtomicPtr, AtomicU64};
 
 use pgrx::pg_sys;
 use pgrx::prelude::*;
@@ -56,6 +56,9 @@ pub struct SharedState {
     /// The clock worker's latch while it runs (null otherwise): a generator that reached the mark
     /// sets it to ask for a new one.
     pub clock_worker_latch: AtomicPtr<pg_sys::Latch>,
+    /// Its process id while it runs, 0 otherwise (it is not in pg_stat_activity: it has no
+    /// database connection).
+    pub clock_worker_pid: AtomicI32,
     /// The segment worker's latch while it runs (null otherwise): backends set it to ask for
     /// ranges.
     pub worker_latch: AtomicPtr<pg_sys::Latch>,

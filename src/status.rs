@@ -19,7 +19,7 @@ c_functions! {
 }
 
 /// # Safety
-/// `fcinfo` is the call of `pg_idgen_status()`, declared with the sixteen OUT columns built here.
+/// `fcinfo` is the call of `pg_idgen_status()`, declared with the seventeen OUT columns built here.
 unsafe fn status_row(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
     let state = shmem::shared();
     let config = settings::config();
@@ -62,6 +62,7 @@ unsafe fn status_row(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
         clock::unix_micros_to_timestamptz(state.mark.durable_us.load(Relaxed)).into_datum(),
         Interval::from_micros(config.clock_reserve_ms as i64 * 1000).into_datum(),
         (advanced_at_us != 0).then(|| clock::unix_micros_to_timestamptz(advanced_at_us)).into_datum(),
+        Some(state.clock_worker_pid.load(Relaxed)).filter(|&pid| pid != 0).into_datum(),
     ];
     unsafe { c_function::return_row(fcinfo, &values) }
 }

@@ -20,5 +20,6 @@ SELECT clock_step_policy, clock_reserve, clock_backward_events, largest_clock_ba
   FROM pg_idgen_status();
 SELECT high_water_mark > clock_timestamp() AS mark_ahead_of_now,
        high_water_mark <= clock_timestamp() + clock_reserve AS mark_within_reserve,
-       mark_advanced_at <= clock_timestamp() AS mark_advanced
+       mark_advanced_at <= clock_timestamp() AS mark_advanced,
+       clock_worker_pid IS NOT NULL AS clock_worker_runs
   FROM pg_idgen_status();
