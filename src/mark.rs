@@ -20,7 +20,7 @@ use pgrx::pg_sys::panic::ErrorReport;
 use pgrx::prelude::*;
 
 use crate::clock::{self, ClockPair};
-use crate::monotonic::Generator;
+use crate::monotonic::{Generator, TickStart};
 use crate::settings::Config;
 use crate::shmem::SharedState;
 
@@ -49,16 +49,24 @@ pub fn generators(config: &Config) -> [Generator; 3] {
     [crate::snowflake::generator(&config.layout), crate::objectid::GENERATOR, crate::uuid7::GENERATOR]
 }
 
-/// Sets every generator's floor and limit to `mark_us`: its next value is the first of the first
-/// tick at or past the mark, and it may hand out nothing until a later mark is published. Only
-/// while nobody generates: at shared-memory creation and during WAL replay.
+/// Sets every generator's floor and limit to `mark_us`: its next value is in the first tick at or
+/// past the mark, and it may hand out nothing until a later mark is published. Only while nobody
+/// generates: at shared-memory creation and during WAL replay.
 pub fn restore(state: &SharedState, mark_us: i64) {
     let config = crate::settings::config();
     for generator in generators(config) {
         let cell = (generator.cell)(state);
         let limit = generator.state_at(mark_us);
+        let first = match generator.tick_start {
+            // Why: ObjectId's counter starts at a random value on every server start (BSON spec).
+            TickStart::Continue => {
+                let [a, b, c] = crate::random::os_bytes::<3>();
+                limit | (u64::from_be_bytes([0, 0, 0, 0, 0, a, b, c]) & ((1 << generator.counter_bits) - 1))
+            }
+            TickStart::RandomBelow(_) => limit,
+        };
         cell.limit.fetch_max(limit, Relaxed);
-        cell.last.fetch_max(limit.saturating_sub(1), Relaxed);
+        cell.last.fetch_max(first.saturating_sub(1), Relaxed);
     }
     state.mark.durable_us.fetch_max(mark_us, Relaxed);
     state.generator_clock.raise_to(mark_us, clock::monotonic_micros());

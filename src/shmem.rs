@@ -67,10 +67,10 @@ pub struct SharedState {
 }
 
 impl SharedState {
-    /// Builds a fresh state in place. The ObjectId random part and counter start are chosen here,
-    /// once per server start (and again after a crash), as the BSON spec asks. Then the persisted
-    /// high-water mark is restored: no generator hands out anything before the clock worker has
-    /// made a new one durable.
+    /// Builds a fresh state in place. The ObjectId random part is chosen here, once per server
+    /// start (and again after a crash), as the BSON spec asks. Then the persisted high-water mark
+    /// is restored (which also picks the ObjectId counter's random start): no generator hands out
+    /// anything before the clock worker has made a new mark durable.
     ///
     /// # Safety
     /// `state` points to enough shared memory for the state, which nobody uses yet.
@@ -81,8 +81,6 @@ impl SharedState {
             (*state).objectid_random = crate::random::os_bytes::<5>();
             pg_sys::ConditionVariableInit(&raw mut (*state).segment_loaded);
             let state = &*state;
-            let [a, b, c] = crate::random::os_bytes::<3>();
-            state.objectid.last.store(u64::from_be_bytes([0, 0, 0, 0, 0, a, b, c]), std::sync::atomic::Ordering::Relaxed);
             let now = crate::clock::ClockPair::read();
             state.generator_clock.raise_to(now.wall_us, now.monotonic_us);
             crate::mark::restore(state, crate::mark::read_file());
