@@ -6,10 +6,9 @@
 #   ./dev bench            (N=5000000, 3 interleaved rounds)
 #   N=1000000 ROUNDS=1 ./dev bench
 #   BASELINE_REV=<git revision> ./dev bench
-#                          also times snowflake_next() of that revision against this one, in
-#                          alternating clusters of this run (the cost of a change on the hot path);
-#                          PAIRS (5) clusters of each, COMPARE_ROUNDS (10) rounds in each;
-#                          ONLY_COMPARE=1 skips everything else
+#                          also times snowflake_next() of that revision against this one, in two
+#                          clusters side by side, COMPARE_ROUNDS (30) alternating rounds (the cost
+#                          of a change on the hot path); ONLY_COMPARE=1 skips everything else
 cd "$(dirname "$0")/.."
 source scripts/lib.sh
 
@@ -86,11 +85,14 @@ if [ -z "${ONLY_COMPARE:-}" ]; then
          "the same backend calls it $raw_rate times/s when the cap is out of the way"
 fi
 
-# 3. Optional: snowflake_next() of another revision against this one, same settings as in 1,
-#    alternating builds, best and median of each. Both are packaged once; the installed files
-#    are swapped.
+# 3. Optional: snowflake_next() of another revision against this one, same layout as in 1. Both
+#    builds are packaged into directories of their own, and two clusters run side by side, each
+#    loading its build through dynamic_library_path. Rounds alternate between them (which one
+#    goes first alternates too), so both see the same moments of this shared machine. Then each
+#    runs once under callgrind, whose instruction counts do not depend on the machine's load.
 if [ -n "${BASELINE_REV:-}" ]; then
     PKG=$WORK_ROOT/bench-packages
+    LIBDIR=$("$PG_CONFIG" --pkglibdir)
     # Why one target directory: the dependencies are the same, only pg_idgen itself is rebuilt.
     target=$PWD/target
     package() { # package SOURCE-DIR NAME
@@ -101,20 +103,61 @@ if [ -n "${BASELINE_REV:-}" ]; then
     git archive "$BASELINE_REV" | tar -x -C "$WORK_ROOT/baseline-src"
     package "$WORK_ROOT/baseline-src" baseline
     package . current
-    swap_in() { cp -r "$PKG/$1/." /; }
-    ROUNDS=${COMPARE_ROUNDS:-10}
-    for pair in $(seq "${PAIRS:-5}"); do for build in baseline current; do
-        swap_in $build
-        measure "snowflake_next(), $build build ($([ $build = baseline ] && echo "$BASELINE_REV" || git rev-parse --short HEAD)), layout 41/4/18, N=$N" \
-            '{g,snowflake_next()}' "pg_idgen.node_id = 1" "pg_idgen.node_bits = 4" "pg_idgen.sequence_bits = 18"
-        echo "$build $(column 'snowflake_next()' 4)" >>"$PKG/costs"
-    done; done
-    swap_in current
+    chmod -R a+rX "$PKG"
+    trap 'cluster_remove bench; cluster_remove bench-baseline; cluster_remove bench-current' EXIT
+    port=54332
+    for build in baseline current; do
+        cluster_remove bench-$build
+        cluster_start bench-$build $port "dynamic_library_path = '$PKG/$build$LIBDIR:\$libdir'" \
+            "shared_preload_libraries = 'pg_idgen'" "pg_idgen.node_id = 1" "pg_idgen.node_bits = 4" "pg_idgen.sequence_bits = 18"
+        # Only the function timed, from this cluster's own build; no CREATE EXTENSION (its SQL is
+        # the installed version's).
+        cluster_psql bench-$build -q -c "CREATE FUNCTION snowflake_next() RETURNS bigint LANGUAGE c VOLATILE
+                                           AS 'pg_idgen', 'snowflake_next_wrapper'" -f scripts/bench_seconds.sql
+        port=$((port + 1))
+    done
+    round() { # round BUILD: ns per call above the empty baseline, one measurement
+        cluster_psql bench-$1 -At -c "SELECT round(((bench_seconds('snowflake_next()', $N) - bench_seconds('g', $N)) * 1e9 / $N)::numeric, 1)"
+    }
+    rounds=${COMPARE_ROUNDS:-30}
+    say "snowflake_next() of $BASELINE_REV against the current build: $rounds alternating rounds, N=$N, layout 41/4/18"
+    round baseline >/dev/null && round current >/dev/null # warm-up
+    : >"$PKG/costs"
+    for r in $(seq "$rounds"); do
+        order="baseline current"
+        [ $((r % 2)) = 0 ] && order="current baseline"
+        for build in $order; do echo "$build $(round $build)" >>"$PKG/costs"; done
+    done
     best() { awk -v b="$1" '$1 == b { print $2 }' "$PKG/costs" | sort -n | head -1; }
     median() { awk -v b="$1" '$1 == b { print $2 }' "$PKG/costs" | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
     change() { awk -v a="$2" -v b="$1" 'BEGIN { printf "%+.1f%%", 100 * (a - b) / b }'; }
-    say "snowflake_next() ns per call above baseline: best of $ROUNDS rounds in each of ${PAIRS:-5} clusters per build, alternating"
-    printf '%-12s %10s %10s\n' build "best" "median of the clusters"
-    printf '%-12s %10s %10s\n' "$BASELINE_REV" "$(best baseline)" "$(median baseline)" current "$(best current)" "$(median current)"
-    echo "change: best $(change "$(best baseline)" "$(best current)"), median $(change "$(median baseline)" "$(median current)")"
+    printf '%-12s %10s %10s\n' "ns/call" best median "$BASELINE_REV" "$(best baseline)" "$(median baseline)" current "$(best current)" "$(median current)"
+    echo "snowflake_next() cost change: best $(change "$(best baseline)" "$(best current)"), median $(change "$(median baseline)" "$(median current)")"
+
+    # Instructions per call, counted by callgrind: repeatable on a shared machine, where times are
+    # not. The cluster runs under valgrind; one session counts the empty loop, another the same
+    # loop calling snowflake_next(); the difference per call is the function's cost.
+    instructions_per_call() { # instructions_per_call BUILD
+        local name=bench-$1 out=$WORK_ROOT/callgrind-$1 calls=200000
+        cluster_stop $name
+        rm -rf "$out" && as_postgres mkdir -p "$out"
+        env -u RUST_BACKTRACE runuser -u postgres -- valgrind --tool=callgrind --trace-children=yes \
+            --callgrind-out-file="$out/%p.out" "$PG_BIN/postgres" -D "$WORK_ROOT/$name/data" >"$out/server.log" 2>&1 &
+        for _ in $(seq 120); do cluster_psql $name -Atc "SELECT 1" >/dev/null 2>&1 && break; sleep 1; done
+        cluster_psql $name -Atc "SELECT snowflake_next()" >/dev/null # waits for the first mark
+        local empty calling
+        empty=$(cluster_psql $name -Atc "SELECT pg_backend_pid() FROM (SELECT count(g) FROM (SELECT generate_series(1, $calls) AS g) AS s) AS c")
+        calling=$(cluster_psql $name -Atc "SELECT pg_backend_pid() FROM (SELECT count(snowflake_next()) FROM (SELECT generate_series(1, $calls) AS g) AS s) AS c")
+        cluster_stop $name
+        local ir_empty ir_calling
+        ir_empty=$(awk '/^(summary|totals):/ { print $2; exit }' "$out/$empty.out")
+        ir_calling=$(awk '/^(summary|totals):/ { print $2; exit }' "$out/$calling.out")
+        echo $(((ir_calling - ir_empty) / calls))
+    }
+    command -v valgrind >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq valgrind >/dev/null
+    say "snowflake_next() instructions per call (callgrind), $BASELINE_REV against the current build"
+    ir_before=$(instructions_per_call baseline)
+    ir_after=$(instructions_per_call current)
+    printf '%-12s %12s\n' build "instructions" "$BASELINE_REV" "$ir_before" current "$ir_after"
+    echo "snowflake_next() instructions per call: $(awk -v a="$ir_after" -v b="$ir_before" 'BEGIN { printf "%+.1f%%", 100 * (a - b) / b }')"
 fi

@@ -5,16 +5,7 @@
 \set QUIET on
 CREATE EXTENSION IF NOT EXISTS pg_idgen;
 CREATE SEQUENCE IF NOT EXISTS bench_seq;
-CREATE OR REPLACE FUNCTION bench_seconds(expr text, n int) RETURNS float8
-LANGUAGE plpgsql AS $$
-DECLARE
-    started timestamptz := clock_timestamp();
-BEGIN
-    -- generate_series in the select list streams its rows (ProjectSet); in FROM it would first
-    -- materialise all n of them, and the generator's share of the time would be understated.
-    EXECUTE format('SELECT count(%s) FROM (SELECT generate_series(1, %s) AS g) AS s', expr, n);
-    RETURN extract(epoch FROM clock_timestamp() - started);
-END $$;
+\ir bench_seconds.sql
 SELECT count(segment_create(tag, step => step)) AS tags_created
   FROM (VALUES ('bench_1k', 1000), ('bench_100k', 100000)) AS t(tag, step)
  WHERE NOT EXISTS (SELECT FROM segment_tag AS s WHERE s.tag = t.tag) \gset
