@@ -76,7 +76,7 @@ pub extern "C-unwind" fn pg_idgen_clock_worker_main(_arg: pg_sys::Datum) {
     let mut recovery_over = false;
     loop {
         let now = ClockPair::read();
-        watch_for_steps(&state.clock_steps, now, config.clock_step_policy, state);
+        watch_for_steps(state, now, config.clock_step_policy);
         state.generator_clock.raise_to(now.wall_us, now.monotonic_us);
         // Why only after recovery: a standby takes its marks from the WAL it replays.
         recovery_over = recovery_over || unsafe { !pg_sys::RecoveryInProgress() };
@@ -94,7 +94,8 @@ pub extern "C-unwind" fn pg_idgen_clock_worker_main(_arg: pg_sys::Datum) {
 
 /// Compares `wall − monotonic` with the last look's: a change is a step of the wall clock. Counts
 /// it, and logs a WARNING for a step back, a LOG line for a step forward.
-fn watch_for_steps(steps: &ClockSteps, now: ClockPair, policy: StepPolicy, state: &shmem::SharedState) {
+fn watch_for_steps(state: &shmem::SharedState, now: ClockPair, policy: StepPolicy) {
+    let steps = &state.clock_steps;
     let previous = steps.last_offset_us.swap(now.offset_us(), Relaxed);
     let step_us = now.offset_us() - previous;
     if previous == 0 || step_us.abs() < STEP_THRESHOLD_US {

@@ -45,7 +45,7 @@ pub struct MarkState {
 }
 
 /// The time-based generators, each with its own clock and counter.
-pub fn generators(config: &Config) -> [Generator; 3] {
+fn generators(config: &Config) -> [Generator; 3] {
     [crate::snowflake::generator(&config.layout), crate::objectid::GENERATOR, crate::uuid7::GENERATOR]
 }
 
@@ -73,20 +73,26 @@ pub fn restore(state: &SharedState, mark_us: i64) {
 }
 
 /// Lets the generators hand out values of times before `mark_us`, which is durable.
-fn publish(state: &SharedState, mark_us: i64) {
-    for generator in generators(crate::settings::config()) {
+fn publish(state: &SharedState, config: &Config, mark_us: i64) {
+    for generator in generators(config) {
         (generator.cell)(state).limit.fetch_max(generator.state_at(mark_us), Relaxed);
     }
     state.mark.durable_us.fetch_max(mark_us, Relaxed);
 }
 
-/// The time just past the last value any generator handed out (Unix µs).
+/// The latest `time(generator, last value)` over the generators (Unix µs).
+fn latest(state: &SharedState, config: &Config, time: fn(&Generator, u64) -> i64) -> i64 {
+    generators(config).iter().map(|generator| time(generator, (generator.cell)(state).last.load(Relaxed))).max().unwrap_or(0)
+}
+
+/// The time just past the last value any generator handed out: the end of its tick.
 fn in_use_until_us(state: &SharedState, config: &Config) -> i64 {
-    generators(config)
-        .iter()
-        .map(|generator| generator.end_of_state_us((generator.cell)(state).last.load(Relaxed)))
-        .max()
-        .unwrap_or(0)
+    latest(state, config, Generator::end_of_state_us)
+}
+
+/// The time of the newest value any generator handed out: the start of its tick.
+pub fn newest_id_us(state: &SharedState, config: &Config) -> i64 {
+    latest(state, config, Generator::start_of_state_us)
 }
 
 /// Called by the clock worker on every look: when less than half the reserve is left between the
@@ -101,7 +107,7 @@ pub fn advance_if_due(state: &SharedState, config: &Config, now: ClockPair) {
     let mark_us = in_use_us + reserve_us;
     log_to_wal(mark_us);
     write_file(mark_us);
-    publish(state, mark_us);
+    publish(state, config, mark_us);
     state.mark.advanced_at_us.store(now.wall_us, Relaxed);
 }
 

@@ -36,12 +36,7 @@ unsafe fn status_row(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
         })),
     };
     // How far ids are ahead of the wall clock: the generators' clock, or the newest id if later.
-    let newest_id_us = mark::generators(config)
-        .iter()
-        .map(|generator| generator.start_of_state_us((generator.cell)(state).last.load(Relaxed)))
-        .max()
-        .unwrap_or(0);
-    let ahead_us = (state.generator_clock.now_us().max(newest_id_us) - now_us).max(0);
+    let ahead_us = (state.generator_clock.now_us().max(mark::newest_id_us(state, config)) - now_us).max(0);
     let steps = &state.clock_steps;
     let advanced_at_us = state.mark.advanced_at_us.load(Relaxed);
 

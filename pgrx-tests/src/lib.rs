@@ -119,22 +119,21 @@ impl Cluster {
     pub fn try_start(&self) -> Result<(), String> {
         let log = self.log_path();
         let _ = fs::remove_file(&log);
-        let pg_ctl = bin("pg_ctl");
-        let mut args = vec!["-D".to_string(), self.data(), "-l".into(), log.to_string_lossy().into_owned()];
-        args.extend(["-w", "-t", "60", "start"].map(String::from));
+        let mut command: Vec<String> = Vec::new();
         if let Some(file) = &self.fake_clock {
             // Why no cache: a step must reach every process at once, as a real one does.
-            let env = [
+            command.extend([
+                "env".into(),
                 format!("LD_PRELOAD={LIBFAKETIME}"),
                 format!("FAKETIME_TIMESTAMP_FILE={}", file.display()),
                 "FAKETIME_DONT_FAKE_MONOTONIC=1".into(),
                 "FAKETIME_NO_CACHE=1".into(),
-            ];
-            args = env.into_iter().chain([pg_ctl.clone()]).chain(args).collect();
+            ]);
         }
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        let program = if self.fake_clock.is_some() { "env" } else { pg_ctl.as_str() };
-        let out = as_postgres(program, &args);
+        command.extend([bin("pg_ctl"), "-D".into(), self.data(), "-l".into(), log.to_string_lossy().into_owned()]);
+        command.extend(["-w", "-t", "60", "start"].map(String::from));
+        let args: Vec<&str> = command[1..].iter().map(String::as_str).collect();
+        let out = as_postgres(&command[0], &args);
         if out.status.success() {
             Ok(())
         } else {
@@ -298,22 +297,28 @@ pub fn generate_concurrently(cluster: &Cluster, table: &str, generator: &str, sq
         }
     });
 
-    let mut db = cluster.connect();
-    let row = db.query_one(&format!("SELECT count(*), count(DISTINCT id) FROM {table}"), &[]).unwrap();
-    let (total, distinct): (i64, i64) = (row.get(0), row.get(1));
-    assert_eq!(total, (clients * per_client) as i64, "{table}: every id was stored");
-    assert_eq!(distinct, total, "{table}: every id is distinct");
+    assert_unique_and_increasing(&mut cluster.connect(), table, "id", (clients * per_client) as i64);
+}
+
+/// Asserts over the stored rows of `table (client, n, column, …)`: `expected` rows, no duplicate
+/// in `column`, and each client's values strictly increasing in the order `n` it made them.
+fn assert_unique_and_increasing(db: &mut Client, table: &str, column: &str, expected: i64) {
+    let row = db.query_one(&format!("SELECT count(*), count(DISTINCT {column}) FROM {table}"), &[]).unwrap();
+    let (count, distinct): (i64, i64) = (row.get(0), row.get(1));
+    assert_eq!(count, expected, "{table}: every {column} was stored");
+    assert_eq!(distinct, count, "{table}: every {column} is distinct");
     let not_increasing: i64 = db
         .query_one(
             &format!(
-                "SELECT count(*) FROM (SELECT id, lag(id) OVER (PARTITION BY client ORDER BY n) AS previous FROM {table}) AS p
+                "SELECT count(*) FROM (SELECT {column} AS id, lag({column}) OVER (PARTITION BY client ORDER BY n) AS previous
+                                         FROM {table}) AS p
                   WHERE id <= previous"
             ),
             &[],
         )
         .unwrap()
         .get(0);
-    assert_eq!(not_increasing, 0, "{table}: each client's ids strictly increase");
+    assert_eq!(not_increasing, 0, "{table}: each client's {column}s strictly increase");
 }
 
 /// Two clients take turns, `rounds` times: A takes an id, then B. B's id must be greater: the
@@ -430,22 +435,7 @@ pub fn assert_ids_unique_and_ordered(db: &mut Client, table: &str, clients: &[Cl
     }
     assert!(total > 0, "{table}: the clients took no ids");
     for column in ["snowflake", "uuid", "objectid"] {
-        let row = db.query_one(&format!("SELECT count(*), count(DISTINCT {column}) FROM {table}"), &[]).unwrap();
-        let (count, distinct): (i64, i64) = (row.get(0), row.get(1));
-        assert_eq!(count, total, "{table}: every {column} was stored");
-        assert_eq!(distinct, count, "{table}: every {column} is distinct");
-        let not_increasing: i64 = db
-            .query_one(
-                &format!(
-                    "SELECT count(*) FROM (SELECT {column} AS id, lag({column}) OVER (PARTITION BY client ORDER BY n) AS previous
-                                             FROM {table}) AS p
-                      WHERE id <= previous"
-                ),
-                &[],
-            )
-            .unwrap()
-            .get(0);
-        assert_eq!(not_increasing, 0, "{table}: each client's {column}s strictly increase");
+        assert_unique_and_increasing(db, table, column, total);
         // Sorted by id, the phases must never go back: then every id of a phase is greater than
         // every id of the phases before.
         let overlapping: i64 = db
