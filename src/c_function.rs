@@ -65,7 +65,19 @@ pub unsafe fn return_row(fcinfo: pg_sys::FunctionCallInfo, values: &[Option<pg_s
             );
         }
         let tupdesc = pg_sys::BlessTupleDesc(tupdesc);
-        assert_eq!((*tupdesc).natts as usize, values.len(), "SQL declaration and Rust disagree on the columns");
+        if (*tupdesc).natts as usize != values.len() {
+            // Why: the SQL objects of an older version of the extension, with a newer library.
+            crate::errors::raise(
+                PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+                format!(
+                    "this function is declared with {} columns, but the pg_idgen library returns {}",
+                    (*tupdesc).natts,
+                    values.len()
+                ),
+                None,
+                Some("The extension's SQL objects are older than its library: run ALTER EXTENSION pg_idgen UPDATE."),
+            );
+        }
         let mut datums: Vec<pg_sys::Datum> = values.iter().map(|v| v.unwrap_or(pg_sys::Datum::from(0))).collect();
         let mut nulls: Vec<bool> = values.iter().map(Option::is_none).collect();
         let tuple = pg_sys::heap_form_tuple(tupdesc, datums.as_mut_ptr(), nulls.as_mut_ptr());

@@ -1,0 +1,29 @@
+-- pg_idgen 0.1.0 → 0.2.0: clock safety. pg_idgen_status() gains the clock step policy, the
+-- wall-clock steps seen forward, the persisted high-water mark, its reserve, when the clock worker
+-- last moved it, and that worker's pid.
+\echo Use "ALTER EXTENSION pg_idgen UPDATE" to load this file. \quit
+
+DROP FUNCTION pg_idgen_status();
+CREATE FUNCTION pg_idgen_status(
+        OUT node_id int,
+        OUT layout text,
+        OUT time_unit interval,
+        OUT epoch timestamptz,
+        OUT time_bits_end timestamptz,
+        OUT ids_per_second_cap bigint,
+        OUT last_id bigint,
+        OUT clock_step_policy text,
+        OUT ahead_of_clock interval,
+        OUT clock_backward_events bigint,
+        OUT largest_clock_backward interval,
+        OUT clock_forward_events bigint,
+        OUT largest_clock_forward interval,
+        OUT high_water_mark timestamptz,
+        OUT clock_reserve interval,
+        OUT mark_advanced_at timestamptz,
+        OUT clock_worker_pid int)
+    RETURNS record
+    AS 'MODULE_PATHNAME', 'pg_idgen_status'
+    LANGUAGE C VOLATILE PARALLEL SAFE;
+COMMENT ON FUNCTION pg_idgen_status() IS
+    'Node id, layout, epoch, end of the time bits, last id, clock step policy, lead of the ids over the wall clock, wall-clock steps seen, persisted high-water mark.';
