@@ -2,6 +2,10 @@
 \echo '--- CREATE EXTENSION pg_idgen; a table with id bigint PRIMARY KEY DEFAULT snowflake_next()'
 DROP TABLE IF EXISTS orders;
 CREATE EXTENSION IF NOT EXISTS pg_idgen;
+-- A demo cluster kept from an earlier version gets the current SQL objects.
+SET client_min_messages = warning;
+ALTER EXTENSION pg_idgen UPDATE;
+RESET client_min_messages;
 CREATE TABLE orders (
     id       bigint PRIMARY KEY DEFAULT snowflake_next(),
     customer text NOT NULL
