@@ -73,14 +73,12 @@ pub extern "C-unwind" fn pg_idgen_clock_worker_main(_arg: pg_sys::Datum) {
         config.clock_reserve_ms,
         config.clock_step_policy.name()
     );
-    let mut recovery_over = false;
     loop {
         let now = ClockPair::read();
         watch_for_steps(state, now, config.clock_step_policy);
         state.generator_clock.raise_to(now.wall_us, now.monotonic_us);
         // Why only after recovery: a standby takes its marks from the WAL it replays.
-        recovery_over = recovery_over || unsafe { !pg_sys::RecoveryInProgress() };
-        if recovery_over {
+        if crate::errors::recovery_is_over() {
             mark::advance_if_due(state, config, now);
         }
         if !BackgroundWorker::wait_latch(Some(LOOK_INTERVAL)) {

@@ -35,13 +35,19 @@ thread_local! {
     static RECOVERY_OVER: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
+/// Whether recovery is over (this server is a primary). Asks PostgreSQL only until it is.
+#[inline]
+pub fn recovery_is_over() -> bool {
+    if !RECOVERY_OVER.get() && !unsafe { pgrx::pg_sys::RecoveryInProgress() } {
+        RECOVERY_OVER.set(true);
+    }
+    RECOVERY_OVER.get()
+}
+
 /// Like nextval(): a standby cannot hand out ids, its primary may be handing out the same ones.
 #[inline]
 pub fn refuse_during_recovery(function: &str) {
-    if RECOVERY_OVER.get() {
-        return;
-    }
-    if unsafe { pgrx::pg_sys::RecoveryInProgress() } {
+    if !recovery_is_over() {
         raise(
             PgSqlErrorCode::ERRCODE_READ_ONLY_SQL_TRANSACTION,
             format!("cannot execute {function} during recovery"),
@@ -49,5 +55,4 @@ pub fn refuse_during_recovery(function: &str) {
             Some("Generate ids on the primary server."),
         )
     }
-    RECOVERY_OVER.set(true);
 }

@@ -54,8 +54,8 @@ fn generators(config: &Config) -> [Generator; 3] {
 /// generates: at shared-memory creation and during WAL replay.
 pub fn restore(state: &SharedState, mark_us: i64) {
     let config = crate::settings::config();
+    publish(state, config, mark_us);
     for generator in generators(config) {
-        let cell = (generator.cell)(state);
         let limit = generator.state_at(mark_us);
         let first = match generator.tick_start {
             // Why: ObjectId's counter starts at a random value on every server start (BSON spec).
@@ -65,10 +65,8 @@ pub fn restore(state: &SharedState, mark_us: i64) {
             }
             TickStart::RandomBelow(_) => limit,
         };
-        cell.limit.fetch_max(limit, Relaxed);
-        cell.last.fetch_max(first.saturating_sub(1), Relaxed);
+        (generator.cell)(state).last.fetch_max(first.saturating_sub(1), Relaxed);
     }
-    state.mark.durable_us.fetch_max(mark_us, Relaxed);
     state.generator_clock.raise_to(mark_us, clock::monotonic_micros());
 }
 
