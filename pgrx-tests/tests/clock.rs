@@ -3,7 +3,7 @@
 //! the ids real clients took and counts duplicates over stored rows.
 
 use std::thread::sleep;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use pg_idgen_system_tests::{
     assert_ids_unique_and_ordered, sqlstate, started_cluster, started_cluster_on_fake_clock, Client, ClientIds, Cluster, Load,
@@ -91,8 +91,10 @@ fn kill_9_cycles_under_load_never_repeat_an_id() {
         cluster.set_clock_offset(-2 * (cycle as i64 + 1));
         cluster.restart_after_crash();
     }
-    let received: usize = taken.iter().map(|c| c.ids.len()).sum();
-    assert!(received > 10 * CLIENTS * 1000, "the clients took ids in every cycle ({received})");
+    for cycle in 0..10 {
+        let received: usize = taken.iter().filter(|c| c.phase == cycle).map(|c| c.ids.len()).sum();
+        assert!(received > 0, "the clients took ids in cycle {cycle}");
+    }
     assert_ids_unique_and_ordered(&mut cluster.connect(), "crashed", &taken);
 }
 
@@ -128,13 +130,20 @@ fn refuse_policy_errors_while_behind_and_resumes_when_the_clock_catches_up() {
         54385,
         &["pg_idgen.node_id = 15", "pg_idgen.clock_step_policy = refuse", "pg_idgen.max_clock_wait = 200"],
     );
+    let load_started = Instant::now();
     let before = Load::start(&cluster, 1, 0).stop_after(Duration::from_millis(300));
     cluster.set_clock_offset(-10);
     // Let the clock worker see the step (it looks every 100 ms) before the clock is set right.
     sleep(Duration::from_millis(300));
     let mut db = cluster.connect();
-    for generator in ["snowflake_next()", "uuid_v7_next()", "objectid_gen()"] {
+    // The message measures from the start of the tick of the last id: ObjectIds count whole
+    // seconds, the others milliseconds.
+    for (generator, tick_ms) in [("snowflake_next()", 1), ("uuid_v7_next()", 1), ("objectid_gen()", 1000)] {
         let error = db.query_one(&format!("SELECT {generator}"), &[]).expect_err("the refuse policy must refuse");
+        // The last id was taken after the load started and at most `max_clock_borrow` (1 s)
+        // ahead of the wall clock; its tick began at most one tick before it was taken.
+        let since_load_started_ms = load_started.elapsed().as_millis() as i64;
+        let expected = (10_000 - tick_ms - since_load_started_ms)..=(10_000 + 1_000 + tick_ms);
         assert_eq!(sqlstate(&error), "55000", "{generator}: {error:?}");
         let message = error.as_db_error().unwrap().message().to_string();
         let behind_ms: i64 = message
@@ -142,7 +151,7 @@ fn refuse_policy_errors_while_behind_and_resumes_when_the_clock_catches_up() {
             .and_then(|rest| rest.split(" ms behind").next())
             .and_then(|n| n.parse().ok())
             .unwrap_or_else(|| panic!("{generator}: unexpected message {message:?}"));
-        assert!((9_000..=11_000).contains(&behind_ms), "{generator}: {message}");
+        assert!(expected.contains(&behind_ms), "{generator}: {message}, expected {expected:?} ms");
     }
     cluster.set_clock_offset(0);
     let after = Load::start(&cluster, 1, 1).stop_after(Duration::from_millis(300));
