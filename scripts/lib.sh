@@ -45,8 +45,10 @@ install_extension() {
 as_postgres() { runuser -u postgres -- "$@"; }
 
 # cluster_start NAME PORT [postgresql.conf line ...]
-# Creates (once) and starts a cluster in $WORK_ROOT/NAME, listening on 127.0.0.1:PORT and on a
-# socket in its own directory. The given lines replace the extra settings of any earlier start.
+# Creates (once) and starts a cluster in $WORK_ROOT/NAME, listening on a socket in its own
+# directory, named by PORT. The given lines replace the extra settings of any earlier start.
+# Why no TCP unless a line asks for it (the demo does): a port in the ephemeral range can be held
+# by any client connection of the moment, and the server would not start.
 cluster_start() {
     local name=$1 port=$2
     shift 2
@@ -58,7 +60,7 @@ cluster_start() {
     fi
     {
         echo "port = $port"
-        echo "listen_addresses = '127.0.0.1'"
+        echo "listen_addresses = ''"
         echo "unix_socket_directories = '$dir/socket'"
         echo "fsync = off"
         printf '%s\n' "$@"

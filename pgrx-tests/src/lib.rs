@@ -1,8 +1,10 @@
 //! Throwaway PostgreSQL 15 clusters for system tests.
 //!
 //! A cluster runs as the `postgres` user (the tests run as root, which PostgreSQL refuses), in
-//! its own directory under `$PG_IDGEN_WORK` (default `/tmp/pg_idgen`), on 127.0.0.1 and a port
-//! the test chooses. Dropping a `Cluster` stops it and removes its files.
+//! its own directory under `$PG_IDGEN_WORK` (default `/tmp/pg_idgen`). It listens only on a Unix
+//! socket in its data directory, named by the port the test chooses. Why no TCP: a port in the
+//! ephemeral range can be held by any client connection of the moment, and the server would not
+//! start. Dropping a `Cluster` stops it and removes its files.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -67,6 +69,11 @@ impl Cluster {
         self.dir.join("data").to_string_lossy().into_owned()
     }
 
+    /// Where the server's socket is: the host to give clients (`-h`, `host=`).
+    pub fn socket_dir(&self) -> String {
+        self.data()
+    }
+
     fn log_path(&self) -> PathBuf {
         self.dir.join("server.log")
     }
@@ -82,9 +89,9 @@ impl Cluster {
     /// Replaces the cluster's own settings (the port and sockets are always set).
     pub fn configure(&self, lines: &[&str]) {
         let mut text = format!(
-            "port = {}\nlisten_addresses = '127.0.0.1'\nunix_socket_directories = '{}'\nfsync = off\n",
+            "port = {}\nlisten_addresses = ''\nunix_socket_directories = '{}'\nfsync = off\n",
             self.port,
-            self.data()
+            self.socket_dir()
         );
         for line in lines {
             text.push_str(line);
@@ -197,7 +204,7 @@ impl Cluster {
     }
 
     pub fn connect_to(&self, database: &str) -> Client {
-        let config = format!("host=127.0.0.1 port={} user=postgres dbname={database}", self.port);
+        let config = format!("host={} port={} user=postgres dbname={database}", self.socket_dir(), self.port);
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
             match Client::connect(&config, NoTls) {
@@ -217,7 +224,7 @@ impl Cluster {
         let _ = fs::remove_dir_all(&standby.dir);
         let out = as_postgres(
             bin("pg_basebackup").as_str(),
-            &["-h", "127.0.0.1", "-p", &primary.port.to_string(), "-U", "postgres", "-D", &standby.data(), "-R", "-X", "stream"],
+            &["-h", &primary.socket_dir(), "-p", &primary.port.to_string(), "-U", "postgres", "-D", &standby.data(), "-R", "-X", "stream"],
         );
         assert!(out.status.success(), "pg_basebackup failed: {}", String::from_utf8_lossy(&out.stderr));
         standby

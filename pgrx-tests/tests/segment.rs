@@ -106,7 +106,7 @@ fn numbers_after_dump_and_restore_are_greater() {
     let issued: i64 = db.query_one("SELECT max(segment_next('d')) FROM generate_series(1, 50000)", &[]).unwrap().get(0);
     let dump = old.dir.join("dump.sql");
     let out = std::process::Command::new("/usr/lib/postgresql/15/bin/pg_dump")
-        .args(["-h", "127.0.0.1", "-p", &old.port.to_string(), "-U", "postgres", "-f", dump.to_str().unwrap(), "postgres"])
+        .args(["-h", &old.socket_dir(), "-p", &old.port.to_string(), "-U", "postgres", "-f", dump.to_str().unwrap(), "postgres"])
         .output()
         .unwrap();
     assert!(out.status.success(), "pg_dump: {}", String::from_utf8_lossy(&out.stderr));
@@ -115,7 +115,7 @@ fn numbers_after_dump_and_restore_are_greater() {
     new.configure(&["shared_preload_libraries = 'pg_idgen'"]);
     new.start();
     let out = std::process::Command::new("/usr/lib/postgresql/15/bin/psql")
-        .args(["-X", "-q", "-v", "ON_ERROR_STOP=1", "-h", "127.0.0.1", "-p", &new.port.to_string(), "-U", "postgres"])
+        .args(["-X", "-q", "-v", "ON_ERROR_STOP=1", "-h", &new.socket_dir(), "-p", &new.port.to_string(), "-U", "postgres"])
         .args(["-d", "postgres", "-f", dump.to_str().unwrap()])
         .output()
         .unwrap();
