@@ -25,11 +25,13 @@ fn snowflake_next() -> i64 {
     let node_id = config.node_id.unwrap_or_else(|| errors::node_id_unset());
     let layout = &config.layout;
     let (slot, _) = generator(layout).take("snowflake_next()");
-    layout.compose(Parts {
-        tick: slot >> layout.sequence_bits,
-        node_id: node_id as u64,
-        sequence: slot & layout.max_sequence(),
-    })
+    id_of_state(layout, slot, node_id)
+}
+
+/// The id of a generator state (`tick << sequence_bits | sequence`) made on `node_id`.
+#[inline]
+pub fn id_of_state(layout: &Layout, state: u64, node_id: u32) -> i64 {
+    layout.compose(Parts { tick: state >> layout.sequence_bits, node_id: node_id as u64, sequence: state & layout.max_sequence() })
 }
 
 #[inline]

@@ -7,9 +7,8 @@ use pgrx::pg_sys;
 use pgrx::prelude::*;
 
 use crate::clock;
-use crate::layout::Parts;
 use crate::c_function::{self, c_functions};
-use crate::{mark, settings, shmem};
+use crate::{mark, settings, shmem, snowflake};
 
 c_functions! {
     /// `pg_idgen_status()`, one row; its columns are declared in `sql/`.
@@ -29,11 +28,7 @@ unsafe fn status_row(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
     let slot = state.snowflake.last.load(Relaxed);
     let last_id = match (slot, config.node_id) {
         (0, _) | (_, None) => None,
-        (_, Some(node_id)) => Some(layout.compose(Parts {
-            tick: slot >> layout.sequence_bits,
-            node_id: node_id as u64,
-            sequence: slot & layout.max_sequence(),
-        })),
+        (_, Some(node_id)) => Some(snowflake::id_of_state(layout, slot, node_id)),
     };
     // How far ids are ahead of the wall clock: the generators' clock, or the newest id if later.
     let ahead_us = (state.generator_clock.now_us().max(mark::newest_id_us(state, config)) - now_us).max(0);
