@@ -69,6 +69,12 @@ impl Cluster {
         self.dir.join("data").to_string_lossy().into_owned()
     }
 
+    /// The cluster's name, unique among the tests: its directory's name, and its `cluster_name`,
+    /// which every process of the server carries in its title (`postgres: NAME: …`).
+    fn name(&self) -> String {
+        self.dir.file_name().unwrap().to_string_lossy().into_owned()
+    }
+
     /// Where the server's socket is: the host to give clients (`-h`, `host=`).
     pub fn socket_dir(&self) -> String {
         self.data()
@@ -89,9 +95,10 @@ impl Cluster {
     /// Replaces the cluster's own settings (the port and sockets are always set).
     pub fn configure(&self, lines: &[&str]) {
         let mut text = format!(
-            "port = {}\nlisten_addresses = ''\nunix_socket_directories = '{}'\nfsync = off\n",
+            "port = {}\nlisten_addresses = ''\nunix_socket_directories = '{}'\ncluster_name = '{}'\nfsync = off\n",
             self.port,
-            self.socket_dir()
+            self.socket_dir(),
+            self.name()
         );
         for line in lines {
             text.push_str(line);
@@ -173,7 +180,7 @@ impl Cluster {
         // Backends notice the postmaster's death and exit; the next start needs them gone.
         let deadline = Instant::now() + Duration::from_secs(30);
         while Instant::now() < deadline {
-            let busy = Command::new("pgrep").args(["-f", &format!("postgres: .*{}", self.port)]).output().unwrap();
+            let busy = Command::new("pgrep").args(["-f", &format!("^postgres: {}: ", self.name())]).output().unwrap();
             let alive = Command::new("kill").args(["-0", &pid]).output().unwrap().status.success();
             if !alive && busy.stdout.is_empty() {
                 break;
