@@ -28,7 +28,9 @@ phase() {
     mkdir -p "$OUT/$name"
     if ! "$PG_REGRESS" --bindir="$PG_BIN" --inputdir=tests --outputdir="$OUT/$name" \
         --host="$WORK_ROOT/regress/socket" --port=$PORT --user=postgres --dbname="$database" "${existing[@]}" "$@"; then
-        cat "$OUT/$name/regression.diffs" >&2 || true
+        # pg_regress writes the diffs only when a test ran and differed.
+        local diffs=$OUT/$name/regression.diffs
+        [ ! -f "$diffs" ] || cat "$diffs" >&2
         return 1
     fi
 }
