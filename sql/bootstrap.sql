@@ -80,6 +80,8 @@ CREATE OPERATOR CLASS objectid_hash_ops DEFAULT FOR TYPE objectid USING hash AS
 ------------------------------------------------------------------------------------------------
 CREATE FUNCTION objectid_gen() RETURNS objectid
     AS 'MODULE_PATHNAME', 'pg_idgen_objectid_gen' LANGUAGE C VOLATILE PARALLEL SAFE;
+CREATE FUNCTION objectid_advance_past(id objectid) RETURNS void
+    AS 'MODULE_PATHNAME', 'pg_idgen_objectid_advance_past' LANGUAGE C VOLATILE STRICT;
 CREATE FUNCTION objectid_timestamp(objectid) RETURNS timestamptz
     AS 'MODULE_PATHNAME', 'pg_idgen_objectid_timestamp' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 CREATE FUNCTION objectid_min(timestamptz) RETURNS objectid
@@ -129,9 +131,21 @@ CREATE FUNCTION pg_idgen_status(
 ------------------------------------------------------------------------------------------------
 CREATE TABLE segment_tag (
     tag         text PRIMARY KEY CHECK (octet_length(tag) BETWEEN 1 AND 63),
-    max_id      bigint NOT NULL,
+    max_id      bigint NOT NULL CHECK (max_id >= 0),
     step        int NOT NULL CHECK (step > 0),
     description text,
     updated_at  timestamptz NOT NULL DEFAULT now()
 );
 SELECT pg_catalog.pg_extension_config_dump('segment_tag', '');
+
+-- Whatever removes or rewrites rows retires the cached ranges of their tags, and max_id never
+-- moves back (src/segment_table.rs). Why ENABLE ALWAYS: with session_replication_role = replica
+-- (logical replication's apply worker, some restore tools) ordinary triggers do not fire.
+CREATE FUNCTION pg_idgen_segment_tag_changed() RETURNS trigger
+    AS 'MODULE_PATHNAME', 'pg_idgen_segment_tag_changed' LANGUAGE C;
+CREATE TRIGGER segment_tag_changed AFTER UPDATE OR DELETE ON segment_tag
+    FOR EACH ROW EXECUTE FUNCTION pg_idgen_segment_tag_changed();
+CREATE TRIGGER segment_tag_truncated AFTER TRUNCATE ON segment_tag
+    FOR EACH STATEMENT EXECUTE FUNCTION pg_idgen_segment_tag_changed();
+ALTER TABLE segment_tag ENABLE ALWAYS TRIGGER segment_tag_changed;
+ALTER TABLE segment_tag ENABLE ALWAYS TRIGGER segment_tag_truncated;

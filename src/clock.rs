@@ -34,8 +34,8 @@ pub fn monotonic_millis() -> i64 {
 
 /// The clock the generators count in (policy `keep_generating`): the monotonic clock, shifted onto
 /// Unix time by an offset that only grows. It follows the wall clock forwards (the clock worker
-/// raises the offset when the wall clock gains on it) but never backwards, so a wall-clock step
-/// back neither stops nor reverses it; and it starts at the high-water mark or later.
+/// raises the offset when the wall clock gains on it; a large step only once it has lasted) but
+/// never backwards, so a wall-clock step back neither stops nor reverses it.
 #[repr(C)]
 pub struct GeneratorClock {
     /// Unix time minus monotonic time, in µs.
@@ -52,6 +52,11 @@ impl GeneratorClock {
     /// Moves the clock forward so that it reads at least `unix_us` at monotonic time `monotonic_us`.
     pub fn raise_to(&self, unix_us: i64, monotonic_us: i64) {
         self.offset_us.fetch_max(unix_us - monotonic_us, Relaxed);
+    }
+
+    /// What the clock read (Unix µs) at monotonic time `monotonic_us`.
+    pub fn at(&self, monotonic_us: i64) -> i64 {
+        monotonic_us + self.offset_us.load(Relaxed)
     }
 }
 

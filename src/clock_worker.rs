@@ -23,6 +23,16 @@ const LOOK_INTERVAL: Duration = Duration::from_millis(100);
 /// A change of `wall − monotonic` this large between two looks is a step of the wall clock. NTP
 /// slews both clocks alike, so without steps the difference stays within a few µs.
 const STEP_THRESHOLD_US: i64 = 2_000;
+/// The generator clock follows the wall clock at once while it is at most this far ahead; a larger
+/// forward step only once it has lasted `pg_idgen.clock_forward_delay`.
+const FOLLOW_AT_ONCE_US: i64 = 1_000_000;
+
+/// A forward step of the wall clock that the generator clock has not followed yet.
+struct PendingStep {
+    /// Monotonic time at which the worker first saw the wall clock this far ahead.
+    since_monotonic_us: i64,
+    ahead_us: i64,
+}
 
 /// The wall-clock steps the worker has seen since the server started.
 #[repr(C)]
@@ -73,10 +83,11 @@ pub extern "C-unwind" fn pg_idgen_clock_worker_main(_arg: pg_sys::Datum) {
         config.clock_reserve_ms,
         config.clock_step_policy.name()
     );
+    let mut pending: Option<PendingStep> = None;
     loop {
         let now = ClockPair::read();
         watch_for_steps(state, now, config.clock_step_policy);
-        state.generator_clock.raise_to(now.wall_us, now.monotonic_us);
+        follow_wall_clock(state, now, config.clock_forward_delay_ms as i64 * 1000, &mut pending);
         // Why only after recovery: a standby takes its marks from the WAL it replays.
         if crate::errors::recovery_is_over() {
             mark::advance_if_due(state, config, now);
@@ -115,6 +126,43 @@ fn watch_for_steps(state: &shmem::SharedState, now: ClockPair, policy: StepPolic
         steps.forward_count.fetch_add(1, Relaxed);
         steps.forward_max_us.fetch_max(size, Relaxed);
         log!("pg_idgen: the wall clock stepped forward by {}", seconds(step_us));
+    }
+}
+
+/// Moves the generator clock up to the wall clock. Why not at once after a large forward step: a
+/// wall clock set a year ahead by mistake for two seconds would otherwise carry the ids a year
+/// ahead for good (the generator clock never goes back), and could use up a short layout.
+fn follow_wall_clock(state: &shmem::SharedState, now: ClockPair, delay_us: i64, pending: &mut Option<PendingStep>) {
+    let ahead_us = now.wall_us - state.generator_clock.at(now.monotonic_us);
+    if ahead_us <= FOLLOW_AT_ONCE_US || delay_us == 0 {
+        if let Some(step) = pending.take() {
+            if ahead_us <= FOLLOW_AT_ONCE_US {
+                log!(
+                    "pg_idgen: the wall clock came back within {} of the generator clock after {}; its forward step of {} was not followed",
+                    seconds(ahead_us.max(0)),
+                    seconds(now.monotonic_us - step.since_monotonic_us),
+                    seconds(step.ahead_us)
+                );
+            }
+        }
+        state.generator_clock.raise_to(now.wall_us, now.monotonic_us);
+        return;
+    }
+    match pending {
+        None => {
+            log!(
+                "pg_idgen: the wall clock is {} ahead of the generator clock; ids follow it only if it stays ahead for pg_idgen.clock_forward_delay ({})",
+                seconds(ahead_us),
+                seconds(delay_us)
+            );
+            *pending = Some(PendingStep { since_monotonic_us: now.monotonic_us, ahead_us });
+        }
+        Some(step) if now.monotonic_us - step.since_monotonic_us >= delay_us => {
+            log!("pg_idgen: the wall clock stayed ahead for {}; the generator clock follows it, {} forward", seconds(delay_us), seconds(ahead_us));
+            state.generator_clock.raise_to(now.wall_us, now.monotonic_us);
+            *pending = None;
+        }
+        Some(step) => step.ahead_us = step.ahead_us.max(ahead_us),
     }
 }
 

@@ -35,7 +35,7 @@ c_functions! {
     }
 }
 
-fn snowflake_parts(layout: &Layout, id: i64) -> Parts {
+pub fn snowflake_parts(layout: &Layout, id: i64) -> Parts {
     if id < 0 {
         errors::raise(
             PgSqlErrorCode::ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE,

@@ -62,15 +62,13 @@ pub enum LayoutError {
 impl fmt::Display for LayoutError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            LayoutError::TimeBits(v) => write!(f, "time bits must be between 16 and 62, not {v}."),
-            LayoutError::NodeBits(v) => write!(f, "node bits must be between 0 and 31, not {v}."),
-            LayoutError::SequenceBits(v) => write!(f, "sequence bits must be between 1 and 31, not {v}."),
-            LayoutError::TimeUnit(v) => write!(f, "the time unit must be between 1 ms and 1 day, not {v} ms."),
-            LayoutError::Sum(v) => write!(f, "time, node and sequence bits must add up to 63, not {v}."),
-            LayoutError::EpochInFuture => write!(f, "the epoch must not be in the future."),
-            LayoutError::TimeBitsExhausted => {
-                write!(f, "the time bits of this layout have already run out for this epoch; pick a later epoch.")
-            }
+            LayoutError::TimeBits(v) => write!(f, "Time bits must be between 16 and 62, not {v}."),
+            LayoutError::NodeBits(v) => write!(f, "Node bits must be between 0 and 31, not {v}."),
+            LayoutError::SequenceBits(v) => write!(f, "Sequence bits must be between 1 and 31, not {v}."),
+            LayoutError::TimeUnit(v) => write!(f, "The time unit must be between 1 ms and 1 day, not {v} ms."),
+            LayoutError::Sum(v) => write!(f, "Time, node and sequence bits must add up to 63, not {v}."),
+            LayoutError::EpochInFuture => write!(f, "The epoch must not be in the future."),
+            LayoutError::TimeBitsExhausted => write!(f, "The time bits of this layout have already run out for this epoch."),
         }
     }
 }
@@ -108,6 +106,26 @@ impl Layout {
         unit_ms: u64,
         epoch_us: i64,
     ) -> Result<Layout, LayoutError> {
+        let layout = Layout::shape(preset, time_bits, node_bits, sequence_bits, unit_ms, epoch_us)?;
+        let now_us = crate::clock::wall_unix_micros();
+        if epoch_us > now_us {
+            return Err(LayoutError::EpochInFuture);
+        }
+        if layout.clock().tick_at(now_us).is_none() {
+            return Err(LayoutError::TimeBitsExhausted);
+        }
+        Ok(layout)
+    }
+
+    /// Checks only the bits and the unit: a layout ids can have been made with (a persisted one).
+    pub fn shape(
+        preset: Preset,
+        time_bits: u32,
+        node_bits: u32,
+        sequence_bits: u32,
+        unit_ms: u64,
+        epoch_us: i64,
+    ) -> Result<Layout, LayoutError> {
         if !(16..=62).contains(&time_bits) {
             return Err(LayoutError::TimeBits(time_bits));
         }
@@ -124,15 +142,7 @@ impl Layout {
         if sum != 63 {
             return Err(LayoutError::Sum(sum));
         }
-        let layout = Layout { preset, time_bits, node_bits, sequence_bits, unit_ms, epoch_us };
-        let now_us = crate::clock::wall_unix_micros();
-        if epoch_us > now_us {
-            return Err(LayoutError::EpochInFuture);
-        }
-        if layout.clock().tick_at(now_us).is_none() {
-            return Err(LayoutError::TimeBitsExhausted);
-        }
-        Ok(layout)
+        Ok(Layout { preset, time_bits, node_bits, sequence_bits, unit_ms, epoch_us })
     }
 
     pub fn unit_us(&self) -> i64 {
@@ -175,6 +185,39 @@ impl Layout {
             node_id: (id >> self.sequence_bits) & self.max_node_id(),
             sequence: id & self.max_sequence(),
         }
+    }
+
+    /// Whether ids of `other` are made exactly like ids of this layout (the preset is only a name).
+    pub fn same_ids(&self, other: &Layout) -> bool {
+        (self.time_bits, self.node_bits, self.sequence_bits, self.unit_ms, self.epoch_us)
+            == (other.time_bits, other.node_bits, other.sequence_bits, other.unit_ms, other.epoch_us)
+    }
+
+    /// A bound above every id this layout can have made, on any node, at times before `mark_us`:
+    /// the first id of the first tick that starts at or after the mark (2^63 past the end).
+    pub fn bound_before(&self, mark_us: i64) -> u128 {
+        (self.clock().first_tick_from(mark_us) as u128) << (self.node_bits + self.sequence_bits)
+    }
+
+    /// The first tick whose ids, on every node, are at or above `bound`; None when no tick of this
+    /// layout reaches it.
+    pub fn first_tick_at_or_above(&self, bound: u128) -> Option<u64> {
+        let shift = self.node_bits + self.sequence_bits;
+        let tick = bound.div_ceil(1u128 << shift);
+        (tick <= self.max_tick() as u128).then_some(tick as u64)
+    }
+
+    /// "twitter 41/10/12, 1 ms ticks from 2025-01-01 00:00:00+00", for messages.
+    pub fn describe(&self) -> String {
+        format!(
+            "{} {}/{}/{}, {} ms ticks from {}",
+            self.preset.name(),
+            self.time_bits,
+            self.node_bits,
+            self.sequence_bits,
+            self.unit_ms,
+            crate::clock::format_unix_micros(self.epoch_us)
+        )
     }
 }
 
@@ -227,6 +270,23 @@ mod tests {
         assert_eq!(Layout::new(Preset::Twitter, 41, 10, 12, 1, next_year_us), Err(LayoutError::EpochInFuture));
         // 16 bits of 1 ms from 1970 ran out in 1970.
         assert_eq!(Layout::new(Preset::Twitter, 16, 16, 31, 1, 0), Err(LayoutError::TimeBitsExhausted));
+    }
+
+    #[pg_test]
+    fn a_later_epoch_is_safe_only_from_the_time_its_ids_pass_the_old_ones() {
+        let old = twitter();
+        let later = Layout { epoch_us: 10_000_000, ..old };
+        let mark_us = 100_000_000;
+        // Old ids below the mark are below tick 100,000 of the old epoch; the later epoch reaches
+        // that id only 10 s after the mark.
+        let tick = later.first_tick_at_or_above(old.bound_before(mark_us)).expect("reachable");
+        assert_eq!(later.clock().tick_start_us(tick), mark_us + 10_000_000);
+        let tick = old.first_tick_at_or_above(later.bound_before(mark_us)).expect("reachable");
+        assert!(old.clock().tick_start_us(tick) < mark_us, "an earlier epoch is safe at once");
+        let slower = Layout { unit_ms: 10, ..old };
+        assert!(slower.first_tick_at_or_above(old.bound_before(mark_us)).is_some());
+        assert_eq!(old.first_tick_at_or_above(1u128 << 63), None, "nothing reaches past 63 bits");
+        assert!(old.same_ids(&Layout { preset: Preset::Sonyflake, ..old }), "the preset is only a name");
     }
 
     #[pg_test]

@@ -13,6 +13,7 @@ mod monotonic;
 mod objectid;
 mod random;
 mod segment;
+mod segment_table;
 mod segment_worker;
 mod settings;
 mod shmem;
@@ -34,8 +35,13 @@ pub extern "C-unwind" fn _PG_init() {
     if preloading {
         shmem::install_hooks();
         mark::register_wal_resource_manager();
-        clock_worker::register();
-        segment_worker::register();
+        segment_table::install_drop_hook();
+        // Why no workers under pg_upgrade: no ids are made then, and a worker connected to a
+        // database would keep pg_upgrade from creating it anew.
+        if !unsafe { pgrx::pg_sys::IsBinaryUpgrade } {
+            clock_worker::register();
+            segment_worker::register();
+        }
     }
 }
 

@@ -1,40 +1,55 @@
 //! The high-water mark: a Unix time that no time-based id has reached, made durable before any
-//! generator may reach it.
+//! generator may reach it, together with what the ids below it were made with.
 //!
 //! The clock worker keeps the mark `pg_idgen.clock_reserve` ahead of the time in use. A new mark
 //! is first written to WAL as a record of pg_idgen's own resource manager and flushed, then
-//! written to the file `pg_idgen.mark` in the data directory (fsynced, renamed into place), and
-//! only then published to the generators as their limits. The file is read when shared memory is
-//! built, before any process can generate; a standby's startup process replays each mark into its
-//! shared memory and its own file. So after a restart, a crash or a promotion, every generator
-//! starts past the mark, and so past every value it handed out before, whatever the wall clock
-//! says and without a database connection.
+//! written to two files in the data directory (`pg_idgen.mark` and its copy `pg_idgen/mark`, each
+//! fsynced and renamed into place), and only then published to the generators as their limits.
+//!
+//! The files are read when shared memory is built, before any process can generate. Every
+//! generator's floor is set past the mark: values continue from there, so after a restart, a crash
+//! or a promotion nothing is handed out again, whatever the wall clock says, without a database
+//! connection. A standby's startup process replays each mark into its shared memory and files.
+//!
+//! What a record holds besides the mark — the snowflake layout and epoch, the node id, whether
+//! snowflake ids were made — lets a start with changed settings refuse when its ids would not be
+//! above the old ones. The two copies let a start notice a lost file: one copy missing means ids
+//! were made here before, and the server refuses to start rather than repeat them.
 
 use std::ffi::CStr;
 use std::io::Write;
-use std::sync::atomic::AtomicI64;
+use std::path::Path;
 use std::sync::atomic::Ordering::Relaxed;
+use std::sync::atomic::{AtomicBool, AtomicI64};
 
 use pgrx::pg_sys;
 use pgrx::pg_sys::panic::ErrorReport;
 use pgrx::prelude::*;
 
 use crate::clock::{self, ClockPair};
-use crate::monotonic::{Generator, TickStart};
+use crate::layout::{Layout, Preset};
+use crate::monotonic::Generator;
 use crate::settings::Config;
 use crate::shmem::SharedState;
 
-/// The mark's file, relative to the data directory (every server process runs there). It holds the
-/// mark in Unix microseconds, as decimal text. pg_basebackup copies it.
+/// The mark's file and its copy, relative to the data directory (every server process runs
+/// there). pg_basebackup copies both.
 const MARK_FILE: &str = "pg_idgen.mark";
-const MARK_FILE_TEMP: &str = "pg_idgen.mark.tmp";
+const COPY_DIR: &str = "pg_idgen";
+const COPY_FILE: &str = "pg_idgen/mark";
+/// The first line of the file format; a later format gets a new number.
+const FORMAT_LINE: &str = "pg_idgen mark 1";
+/// The line a data directory made by pg_upgrade gets instead of a mark (see `read_at_start`).
+const MADE_BY_PG_UPGRADE: &str = "made_by_pg_upgrade";
 
 /// pg_idgen's WAL resource manager id, from the range PostgreSQL leaves to extensions (128–255).
 /// Another extension using the same id stops the server at start with a message naming both.
 pub const RMGR_ID: u8 = 163;
 const RMGR_NAME: &CStr = c"pg_idgen";
-/// The one record type: "the mark is now X" (the high four bits of xl_info belong to us).
-const XLOG_MARK: u8 = 0x10;
+/// Record types (the high four bits of xl_info belong to us): version 0.2's bare mark, and the
+/// record that carries the file's text.
+const XLOG_MARK_V0: u8 = 0x10;
+const XLOG_MARK: u8 = 0x20;
 
 #[repr(C)]
 pub struct MarkState {
@@ -42,6 +57,106 @@ pub struct MarkState {
     pub durable_us: AtomicI64,
     /// When the clock worker last moved the mark (Unix µs), 0 before it has.
     pub advanced_at_us: AtomicI64,
+    /// The mark both files hold (a standby's replay skips writing older ones).
+    pub persisted_us: AtomicI64,
+    /// Whether this server has ever handed out a snowflake id (carried in every record).
+    pub snowflake_made: AtomicBool,
+}
+
+/// What a mark file or WAL record says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MarkRecord {
+    pub mark_us: i64,
+    /// The snowflake layout in use; None in a file of version 0.2, which did not say.
+    pub layout: Option<Layout>,
+    pub node_id: Option<u32>,
+    /// Whether snowflake ids were ever made under this data directory (once true, stays true).
+    pub snowflake_made: bool,
+}
+
+impl FileContent {
+    /// A file of version 0.2 beside another copy is taken as a record like any other.
+    fn without_version(self) -> FileContent {
+        match self {
+            FileContent::Version02(record) => FileContent::Record(record),
+            other => other,
+        }
+    }
+}
+
+impl MarkRecord {
+    fn to_text(self) -> String {
+        let mut text = format!("{FORMAT_LINE}\nmark_us {}\n", self.mark_us);
+        if let Some(l) = self.layout {
+            text += &format!(
+                "snowflake_layout {} {} {} {} {} {}\n",
+                l.preset.name(),
+                l.time_bits,
+                l.node_bits,
+                l.sequence_bits,
+                l.unit_ms,
+                l.epoch_us
+            );
+        }
+        text += &format!("node_id {}\n", self.node_id.map_or("unset".into(), |n| n.to_string()));
+        text += &format!("snowflake_made {}\n", self.snowflake_made);
+        text
+    }
+}
+
+/// What one copy of the file holds.
+#[derive(Debug, PartialEq)]
+enum FileContent {
+    Missing,
+    Damaged(String),
+    Record(MarkRecord),
+    /// Version 0.2's format, a bare number: one file, no copy, no layout.
+    Version02(MarkRecord),
+    /// Written by a start under pg_upgrade into a data directory that had no mark: the ids the
+    /// old cluster made are unknown until its file is copied in.
+    MadeByPgUpgrade,
+}
+
+/// Parses the file format (also the payload of a WAL record). A bare number is version 0.2's
+/// format: the mark alone.
+fn parse(text: &str) -> FileContent {
+    let damaged = || FileContent::Damaged(text.trim().chars().take(80).collect());
+    if let Ok(mark_us) = text.trim().parse::<i64>() {
+        return FileContent::Version02(MarkRecord { mark_us, layout: None, node_id: None, snowflake_made: true });
+    }
+    let mut lines = text.lines();
+    if lines.next() != Some(FORMAT_LINE) {
+        return damaged();
+    }
+    let (mut mark_us, mut layout, mut node_id, mut snowflake_made) = (None, None, None, None);
+    for line in lines {
+        let mut words = line.split_whitespace();
+        let (Some(key), values) = (words.next(), words.collect::<Vec<_>>()) else { continue };
+        match (key, values.as_slice()) {
+            (MADE_BY_PG_UPGRADE, []) => return FileContent::MadeByPgUpgrade,
+            ("mark_us", [v]) => mark_us = v.parse::<i64>().ok(),
+            ("snowflake_layout", [preset, time, node, sequence, unit, epoch]) => {
+                let number = |v: &str| v.parse::<u64>().ok();
+                layout = match (Preset::from_name(preset), number(time), number(node), number(sequence), number(unit), epoch.parse().ok()) {
+                    (Some(preset), Some(t), Some(n), Some(s), Some(unit_ms), Some(epoch_us)) => {
+                        match Layout::shape(preset, t as u32, n as u32, s as u32, unit_ms, epoch_us) {
+                            Ok(layout) => Some(layout),
+                            Err(_) => return damaged(),
+                        }
+                    }
+                    _ => return damaged(),
+                }
+            }
+            ("node_id", ["unset"]) => node_id = Some(None),
+            ("node_id", [v]) => node_id = Some(v.parse::<u32>().ok()),
+            ("snowflake_made", [v]) => snowflake_made = v.parse::<bool>().ok(),
+            _ => return damaged(),
+        }
+    }
+    match (mark_us, node_id, snowflake_made) {
+        (Some(mark_us), Some(node_id), Some(snowflake_made)) => FileContent::Record(MarkRecord { mark_us, layout, node_id, snowflake_made }),
+        _ => damaged(),
+    }
 }
 
 /// The time-based generators, each with its own clock and counter.
@@ -49,25 +164,209 @@ fn generators(config: &Config) -> [Generator; 3] {
     [crate::snowflake::generator(&config.layout), crate::objectid::GENERATOR, crate::uuid7::GENERATOR]
 }
 
-/// Sets every generator's floor and limit to `mark_us`: its next value is in the first tick at or
-/// past the mark, and it may hand out nothing until a later mark is published. Only while nobody
-/// generates: at shared-memory creation and during WAL replay.
-pub fn restore(state: &SharedState, mark_us: i64) {
+/// The record for a new mark: this server's layout and node id.
+fn record_for(state: &SharedState, config: &Config, mark_us: i64) -> MarkRecord {
+    let snowflake = crate::snowflake::generator(&config.layout);
+    let made = state.mark.snowflake_made.load(Relaxed) || snowflake.last_handed_out(state).is_some();
+    state.mark.snowflake_made.fetch_or(made, Relaxed);
+    MarkRecord { mark_us, layout: Some(config.layout), node_id: config.node_id, snowflake_made: made }
+}
+
+// ---------------------------------------------------------------------------------------------
+// At start: read, check, restore
+// ---------------------------------------------------------------------------------------------
+
+/// Called while shared memory is built (postmaster start, and after a crash): reads the files,
+/// refuses to start when they are missing or damaged or the settings would make smaller ids, and
+/// sets every generator's floor past the mark.
+pub fn restore_at_start(state: &SharedState) {
     let config = crate::settings::config();
-    publish(state, config, mark_us);
-    for generator in generators(config) {
-        let limit = generator.state_at(mark_us);
-        let first = match generator.tick_start {
-            // Why: ObjectId's counter starts at a random value on every server start (BSON spec).
-            TickStart::Continue => {
-                let [a, b, c] = crate::random::os_bytes::<3>();
-                limit | (u64::from_be_bytes([0, 0, 0, 0, 0, a, b, c]) & ((1 << generator.counter_bits) - 1))
-            }
-            TickStart::RandomBelow(_) => limit,
-        };
-        (generator.cell)(state).last.fetch_max(first.saturating_sub(1), Relaxed);
+    let Some(record) = read_at_start() else {
+        return; // a data directory that never made ids
+    };
+    if let (Some(old), true) = (record.layout, record.snowflake_made) {
+        check_layout_change(config, &old, record.mark_us);
     }
-    state.generator_clock.raise_to(mark_us, clock::monotonic_micros());
+    if record.node_id != config.node_id {
+        log!(
+            "pg_idgen: node id changed from {} to {} since the last high-water mark",
+            record.node_id.map_or("unset".into(), |n| n.to_string()),
+            config.node_id.map_or("unset".into(), |n| n.to_string())
+        );
+    }
+    restore(state, config, &record);
+}
+
+/// The record of the files, checked: None for a new data directory. FATAL when a copy is
+/// missing, damaged, or stands for an unknown past (pg_upgrade).
+fn read_at_start() -> Option<MarkRecord> {
+    let binary_upgrade = unsafe { pg_sys::IsBinaryUpgrade };
+    let (main, copy) = (read_copy(MARK_FILE), read_copy(COPY_FILE));
+    for (file, content) in [(MARK_FILE, &main), (COPY_FILE, &copy)] {
+        if let FileContent::Damaged(text) = content {
+            fail(PgLogLevel::FATAL, format!("file \"{file}\" does not hold a high-water mark: \"{text}\""), damaged_hint());
+        }
+    }
+    // Version 0.2 kept one file, in its own format: alone, it is whole. It is written anew, with
+    // its copy, once the start has checked it.
+    let version02 = matches!((&main, &copy), (FileContent::Version02(_), FileContent::Missing));
+    let (main, copy) = match (main, copy) {
+        (FileContent::Version02(record), FileContent::Missing) => (FileContent::Record(record), FileContent::Record(record)),
+        (main, copy) => (main.without_version(), copy.without_version()),
+    };
+    let record = match (main, copy) {
+        (FileContent::Missing, FileContent::Missing) if binary_upgrade => {
+            // Why: a pg_upgrade target cluster is new, but the ids of the old one are not. Its
+            // first normal start must wait for the old cluster's file.
+            write_text(&format!("{FORMAT_LINE}\n{MADE_BY_PG_UPGRADE}\n"))
+                .unwrap_or_else(|e| fail(PgLogLevel::FATAL, format!("could not write file \"{MARK_FILE}\": {e}"), damaged_hint()));
+            return None;
+        }
+        (FileContent::Missing, FileContent::Missing) => {
+            log!("pg_idgen: no high-water mark in the data directory; this server has made no ids with pg_idgen before");
+            return None;
+        }
+        (FileContent::Record(a), FileContent::Record(b)) => {
+            if version02 && !binary_upgrade {
+                log!("pg_idgen: converting the high-water mark file of version 0.2 and writing its copy");
+            }
+            if a.mark_us >= b.mark_us { a } else { b }
+        }
+        (FileContent::Record(record), FileContent::MadeByPgUpgrade) | (FileContent::MadeByPgUpgrade, FileContent::Record(record)) => {
+            // The old cluster's file was copied in over one of the two: take it, for both.
+            if !binary_upgrade {
+                log!("pg_idgen: took the high-water mark {} copied from the old cluster", clock::format_unix_micros(record.mark_us));
+            }
+            record
+        }
+        (FileContent::MadeByPgUpgrade, _) | (_, FileContent::MadeByPgUpgrade) if binary_upgrade => return None,
+        (FileContent::MadeByPgUpgrade, _) | (_, FileContent::MadeByPgUpgrade) => fail(
+            PgLogLevel::FATAL,
+            "pg_idgen does not know which ids the old cluster made: this data directory was made by pg_upgrade".into(),
+            format!(
+                "Copy the file {MARK_FILE} from the old cluster's data directory into this one, then start the server. If the old cluster never loaded pg_idgen (it made no ids), remove {MARK_FILE} and {COPY_FILE} here instead."
+            ),
+        ),
+        (FileContent::Record(record), FileContent::Missing) => missing(COPY_FILE, MARK_FILE, &record),
+        (FileContent::Missing, FileContent::Record(record)) => missing(MARK_FILE, COPY_FILE, &record),
+        (FileContent::Damaged(_) | FileContent::Version02(_), _) | (_, FileContent::Damaged(_) | FileContent::Version02(_)) => {
+            unreachable!("damaged files stopped the start above; version 0.2 files were converted")
+        }
+    };
+    // Both copies in the current format, before anything can generate (a pg_upgrade start
+    // writes nothing into a data directory it may go back to).
+    if !binary_upgrade {
+        write_record(&record).unwrap_or_else(|e| fail(PgLogLevel::FATAL, format!("could not write file \"{MARK_FILE}\": {e}"), damaged_hint()));
+    }
+    Some(record)
+}
+
+fn missing(lost: &str, kept: &str, record: &MarkRecord) -> ! {
+    fail(
+        PgLogLevel::FATAL,
+        format!(
+            "file \"{lost}\" is missing, but \"{kept}\" shows this server made ids up to {}",
+            clock::format_unix_micros(record.mark_us)
+        ),
+        format!(
+            "Without it ids could be handed out again. Restore it from the other copy, in the data directory: cp {kept} {lost}; then start the server."
+        ),
+    )
+}
+
+fn damaged_hint() -> String {
+    format!(
+        "pg_idgen keeps its high-water mark in {MARK_FILE} and {COPY_FILE} in the data directory. Restore the file from the other copy; if both are damaged, write into {MARK_FILE} a time in Unix microseconds that is later than every id this server made, and remove {COPY_FILE}."
+    )
+}
+
+/// Refuses to start (FATAL) when snowflake ids of the configured layout, from the mark or now
+/// (whichever is later), could be at or below ids the recorded layout made before the mark.
+fn check_layout_change(config: &Config, old: &Layout, mark_us: i64) {
+    let new = &config.layout;
+    if old.same_ids(new) {
+        return;
+    }
+    let start_us = mark_us.max(clock::wall_unix_micros());
+    let first_safe = new.first_tick_at_or_above(old.bound_before(mark_us));
+    match first_safe {
+        Some(tick) if new.clock().tick_start_us(tick) <= start_us => {
+            log!("pg_idgen: snowflake layout changed from {} to {}; new ids continue above the old ones", old.describe(), new.describe());
+        }
+        _ => {
+            let changed = changed_settings(old, new);
+            let names: Vec<&str> = changed.iter().map(|(name, _)| *name).collect();
+            let back: Vec<String> = changed.iter().map(|(name, old_value)| format!("{name} = '{old_value}'")).collect();
+            let later = first_safe.map(|tick| {
+                format!(
+                    " Or keep the new settings and start the server after {}, when their ids pass the old ones.",
+                    clock::format_unix_micros(new.clock().tick_start_us(tick))
+                )
+            });
+            ErrorReport::new(
+                PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+                format!(
+                    "changed {} would make snowflake ids smaller than ids this server already handed out",
+                    names.join(", ")
+                ),
+                "pg_idgen::mark",
+            )
+            .set_detail(format!(
+                "Ids were made with layout {} up to {}; the layout {} would start below them.",
+                old.describe(),
+                clock::format_unix_micros(mark_us),
+                new.describe()
+            ))
+            .set_hint(format!("Set {} again and start the server.{}", back.join(", "), later.unwrap_or_default()))
+            .report(PgLogLevel::FATAL);
+        }
+    }
+}
+
+/// The settings whose values differ between two layouts, with the old value. A changed preset is
+/// named alone: its bits and tick come with it.
+fn changed_settings(old: &Layout, new: &Layout) -> Vec<(&'static str, String)> {
+    let mut changed = Vec::new();
+    if old.epoch_us != new.epoch_us {
+        changed.push(("pg_idgen.epoch", clock::format_unix_micros(old.epoch_us)));
+    }
+    if old.preset != new.preset {
+        changed.push(("pg_idgen.layout", old.preset.name().into()));
+        return changed;
+    }
+    if old.unit_ms != new.unit_ms {
+        changed.push(("pg_idgen.time_unit", format!("{}ms", old.unit_ms)));
+    }
+    for (name, a, b) in [
+        ("pg_idgen.time_bits", old.time_bits, new.time_bits),
+        ("pg_idgen.node_bits", old.node_bits, new.node_bits),
+        ("pg_idgen.sequence_bits", old.sequence_bits, new.sequence_bits),
+    ] {
+        if a != b {
+            changed.push((name, a.to_string()));
+        }
+    }
+    changed
+}
+
+/// Sets every generator's floor and limit from a record: its next value is in the first tick at
+/// or past the mark (and, for snowflake ids made with another layout, above every id that layout
+/// made), and it may hand out nothing until a later mark is published. At shared-memory creation
+/// and during WAL replay.
+fn restore(state: &SharedState, config: &Config, record: &MarkRecord) {
+    publish(state, config, record.mark_us);
+    state.mark.persisted_us.fetch_max(record.mark_us, Relaxed);
+    state.mark.snowflake_made.fetch_or(record.snowflake_made, Relaxed);
+    for (i, generator) in generators(config).iter().enumerate() {
+        let mut floor = generator.state_at(record.mark_us);
+        if let (0, Some(old), true) = (i, record.layout, record.snowflake_made) {
+            // Snowflake ids of another layout: continue above every id it can have made.
+            let new = &config.layout;
+            let tick = new.first_tick_at_or_above(old.bound_before(record.mark_us)).unwrap_or(new.max_tick() + 1);
+            floor = floor.max(tick << generator.counter_bits);
+        }
+        generator.raise_floor(state, floor);
+    }
 }
 
 /// Lets the generators hand out values of times before `mark_us`, which is durable.
@@ -78,12 +377,17 @@ fn publish(state: &SharedState, config: &Config, mark_us: i64) {
     state.mark.durable_us.fetch_max(mark_us, Relaxed);
 }
 
+// ---------------------------------------------------------------------------------------------
+// While running: the clock worker moves the mark
+// ---------------------------------------------------------------------------------------------
+
 /// The latest `time(generator, last value)` over the generators (Unix µs).
 fn latest(state: &SharedState, config: &Config, time: fn(&Generator, u64) -> i64) -> i64 {
     generators(config).iter().map(|generator| time(generator, (generator.cell)(state).last.load(Relaxed))).max().unwrap_or(0)
 }
 
-/// The time just past the last value any generator handed out: the end of its tick.
+/// The time just past the last value any generator handed out or may hand out next (its floor):
+/// the end of its tick.
 fn in_use_until_us(state: &SharedState, config: &Config) -> i64 {
     latest(state, config, Generator::end_of_state_us)
 }
@@ -94,25 +398,29 @@ pub fn newest_id_us(state: &SharedState, config: &Config) -> i64 {
 }
 
 /// Called by the clock worker on every look: when less than half the reserve is left between the
-/// time in use (the generators' clock, or a value borrowed past it) and the mark, makes a new
-/// mark a full reserve ahead durable (WAL, then file) and publishes it.
+/// time in use (the generators' clock, or a value borrowed or floored past it) and the mark, makes
+/// a new mark a full reserve ahead durable (WAL, then files) and publishes it.
 pub fn advance_if_due(state: &SharedState, config: &Config, now: ClockPair) {
     let reserve_us = config.clock_reserve_ms as i64 * 1000;
     let in_use_us = in_use_until_us(state, config).max(state.generator_clock.now_us());
     if state.mark.durable_us.load(Relaxed) - in_use_us >= reserve_us / 2 {
         return;
     }
-    let mark_us = in_use_us + reserve_us;
-    log_to_wal(mark_us);
-    write_file(mark_us);
-    publish(state, config, mark_us);
+    let record = record_for(state, config, in_use_us + reserve_us);
+    log_to_wal(&record);
+    if let Err(e) = write_record(&record) {
+        fail(PgLogLevel::ERROR, format!("could not write file \"{MARK_FILE}\": {e}"), damaged_hint());
+    }
+    state.mark.persisted_us.fetch_max(record.mark_us, Relaxed);
+    publish(state, config, record.mark_us);
     state.mark.advanced_at_us.store(now.wall_us, Relaxed);
 }
 
-/// Writes the mark to WAL and waits until it is flushed: from then on, crash recovery and every
+/// Writes the record to WAL and waits until it is flushed: from then on, crash recovery and every
 /// standby that streams this WAL know it.
-fn log_to_wal(mark_us: i64) {
-    let mut payload = mark_us.to_le_bytes();
+fn log_to_wal(record: &MarkRecord) {
+    let mut payload = record.to_text().into_bytes();
+    // SAFETY: the payload outlives XLogInsert, which copies it; the record type is ours.
     unsafe {
         pg_sys::XLogBeginInsert();
         pg_sys::XLogRegisterData(payload.as_mut_ptr().cast(), payload.len() as i32);
@@ -124,40 +432,44 @@ fn log_to_wal(mark_us: i64) {
     }
 }
 
-/// The mark in the file, or 0 when there is none (a new cluster). A file that cannot be read
-/// stops the server: starting without the mark could repeat ids.
-pub fn read_file() -> i64 {
-    match std::fs::read_to_string(MARK_FILE) {
-        Ok(text) => text.trim().parse::<i64>().unwrap_or_else(|_| {
-            fail(PgLogLevel::FATAL, format!("file \"{MARK_FILE}\" does not hold a high-water mark: \"{}\"", text.trim()))
-        }),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => 0,
-        Err(e) => fail(PgLogLevel::FATAL, format!("could not read file \"{MARK_FILE}\": {e}")),
+// ---------------------------------------------------------------------------------------------
+// The files
+// ---------------------------------------------------------------------------------------------
+
+fn read_copy(path: &str) -> FileContent {
+    match std::fs::read_to_string(path) {
+        Ok(text) => parse(&text),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => FileContent::Missing,
+        Err(e) => fail(PgLogLevel::FATAL, format!("could not read file \"{path}\": {e}"), damaged_hint()),
     }
 }
 
-/// Replaces the file with one holding `mark_us`, durably: a crash leaves the old file or the new
-/// one, never a torn one. A failure raises an ERROR.
-fn write_file(mark_us: i64) {
-    if let Err(e) = try_write_file(mark_us) {
-        fail(PgLogLevel::ERROR, format!("could not write file \"{MARK_FILE}\": {e}"));
-    }
+fn write_record(record: &MarkRecord) -> std::io::Result<()> {
+    write_text(&record.to_text())
 }
 
-fn try_write_file(mark_us: i64) -> std::io::Result<()> {
-    let mut file = std::fs::File::create(MARK_FILE_TEMP)?;
-    writeln!(file, "{mark_us}")?;
+/// Replaces both copies with `text`, durably: a crash leaves each the old file or the new one,
+/// never a torn one. The main file first: a start takes the later of the two.
+fn write_text(text: &str) -> std::io::Result<()> {
+    if !Path::new(COPY_DIR).is_dir() {
+        std::fs::create_dir(COPY_DIR)?;
+        std::fs::File::open(".")?.sync_all()?;
+    }
+    replace_file(Path::new("."), MARK_FILE, text)?;
+    replace_file(Path::new(COPY_DIR), COPY_FILE, text)
+}
+
+fn replace_file(dir: &Path, path: &str, text: &str) -> std::io::Result<()> {
+    let temp = format!("{path}.tmp");
+    let mut file = std::fs::File::create(&temp)?;
+    file.write_all(text.as_bytes())?;
     file.sync_all()?;
-    std::fs::rename(MARK_FILE_TEMP, MARK_FILE)?;
-    std::fs::File::open(".")?.sync_all()
+    std::fs::rename(&temp, path)?;
+    std::fs::File::open(dir)?.sync_all()
 }
 
-fn fail(level: PgLogLevel, message: String) -> ! {
-    ErrorReport::new(PgSqlErrorCode::ERRCODE_IO_ERROR, message, "pg_idgen::mark")
-        .set_hint(format!(
-            "pg_idgen keeps its high-water mark in {MARK_FILE} in the data directory. If the file is damaged, write into it a time in Unix microseconds that is later than every id this server made."
-        ))
-        .report(level);
+fn fail(level: PgLogLevel, message: String, hint: String) -> ! {
+    ErrorReport::new(PgSqlErrorCode::ERRCODE_IO_ERROR, message, "pg_idgen::mark").set_hint(hint).report(level);
     unreachable!("an ERROR or FATAL report does not return")
 }
 
@@ -170,19 +482,25 @@ pub fn save_at_exit() {
 #[pg_guard]
 unsafe extern "C-unwind" fn save_exact_mark(code: i32, _arg: pg_sys::Datum) {
     // Why only on a clean exit: then no process is left that could still hand out an id, so the
-    // generators' states are final. Any other exit keeps the durable mark in the file.
-    if code != 0 || !crate::shmem::is_attached() {
+    // generators' states are final. Any other exit keeps the durable mark in the files. Why not
+    // under pg_upgrade: that start made no ids, and must not replace a file it did not write.
+    if code != 0 || !crate::shmem::is_attached() || unsafe { pg_sys::IsBinaryUpgrade } {
         return;
     }
     let state = crate::shmem::shared();
-    let exact_us = in_use_until_us(state, crate::settings::config());
-    // Why a failure is only logged: the file then keeps the durable mark, which is later.
-    if exact_us < state.mark.durable_us.load(Relaxed) {
-        if let Err(e) = try_write_file(exact_us) {
+    let config = crate::settings::config();
+    let exact_us = in_use_until_us(state, config);
+    // Why only when it is earlier, and a failure only logged: the files then keep the durable mark.
+    if exact_us < state.mark.persisted_us.load(Relaxed) {
+        if let Err(e) = write_record(&record_for(state, config, exact_us)) {
             warning!("pg_idgen: could not save the exact high-water mark in \"{MARK_FILE}\": {e}");
         }
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// WAL: the resource manager
+// ---------------------------------------------------------------------------------------------
 
 /// Registers the WAL resource manager. Called from `_PG_init` while preloading, which is the only
 /// time PostgreSQL accepts one.
@@ -194,46 +512,65 @@ pub fn register_wal_resource_manager() {
         rm_identify: Some(identify),
         ..Default::default()
     };
-    // PostgreSQL copies the struct into its table.
+    // SAFETY: PostgreSQL copies the struct into its table.
     unsafe { pg_sys::RegisterCustomRmgr(RMGR_ID, &rmgr as *const _ as *mut _) };
 }
 
-/// The mark a record carries.
+/// The record a WAL record carries.
 ///
 /// # Safety
 /// `record` is the record being replayed or described, of pg_idgen's resource manager.
-unsafe fn record_mark(record: *mut pg_sys::XLogReaderState) -> Option<i64> {
+unsafe fn decode_record(record: *mut pg_sys::XLogReaderState) -> Option<MarkRecord> {
+    // SAFETY: the reader's decoded record and its main data are valid while it is replayed.
     unsafe {
         let decoded = &*(*record).record;
         let info = decoded.header.xl_info & pg_sys::XLR_RMGR_INFO_MASK as u8;
-        if info != XLOG_MARK || decoded.main_data_len != 8 {
-            return None;
+        let bytes = std::slice::from_raw_parts(decoded.main_data.cast::<u8>(), decoded.main_data_len as usize);
+        match info {
+            XLOG_MARK_V0 if bytes.len() == 8 => {
+                let mark_us = i64::from_le_bytes(bytes.try_into().ok()?);
+                Some(MarkRecord { mark_us, layout: None, node_id: None, snowflake_made: true })
+            }
+            XLOG_MARK => match parse(std::str::from_utf8(bytes).ok()?) {
+                FileContent::Record(record) | FileContent::Version02(record) => Some(record),
+                _ => None,
+            },
+            _ => None,
         }
-        let bytes = std::slice::from_raw_parts(decoded.main_data.cast::<u8>(), 8);
-        Some(i64::from_le_bytes(bytes.try_into().unwrap()))
     }
 }
 
 /// Replays a mark (crash recovery, or a standby): floors and limits in shared memory, and this
-/// server's own file, so that a later restart or promotion honours it.
+/// server's files, so that a later restart or promotion honours it.
 #[pg_guard]
 unsafe extern "C-unwind" fn redo(record: *mut pg_sys::XLogReaderState) {
-    let Some(mark_us) = (unsafe { record_mark(record) }) else {
+    let Some(record) = (unsafe { decode_record(record) }) else {
         error!("pg_idgen: unknown WAL record");
     };
     let state = crate::shmem::shared();
-    let previous_us = state.mark.durable_us.load(Relaxed);
-    restore(state, mark_us);
-    // Why only when it rises: crash recovery also replays marks older than the file's.
-    if mark_us > previous_us {
-        write_file(mark_us);
+    restore(state, crate::settings::config(), &record);
+    // Why only when it rises: crash recovery also replays marks older than the files'. Why a
+    // failure is only a WARNING: stopping the standby would not make the disk write either; the
+    // next record (every half clock_reserve on the primary) tries again.
+    if record.mark_us > state.mark.persisted_us.load(Relaxed) {
+        match write_record(&record) {
+            Ok(()) => {
+                state.mark.persisted_us.fetch_max(record.mark_us, Relaxed);
+            }
+            Err(e) => warning!("pg_idgen: could not write the replayed high-water mark to \"{MARK_FILE}\": {e}"),
+        }
     }
 }
 
 #[pg_guard]
 unsafe extern "C-unwind" fn describe(buf: pg_sys::StringInfo, record: *mut pg_sys::XLogReaderState) {
-    let text = match unsafe { record_mark(record) } {
-        Some(mark_us) => format!("high-water mark {} ({mark_us})", clock::format_unix_micros(mark_us)),
+    let text = match unsafe { decode_record(record) } {
+        Some(record) => format!(
+            "high-water mark {} ({}){}",
+            clock::format_unix_micros(record.mark_us),
+            record.mark_us,
+            record.layout.map(|l| format!(", layout {}", l.describe())).unwrap_or_default()
+        ),
         None => "unknown".to_string(),
     };
     let text = std::ffi::CString::new(text).unwrap_or_default();
@@ -242,5 +579,74 @@ unsafe extern "C-unwind" fn describe(buf: pg_sys::StringInfo, record: *mut pg_sy
 
 #[pg_guard]
 unsafe extern "C-unwind" fn identify(info: u8) -> *const std::ffi::c_char {
-    if info & pg_sys::XLR_RMGR_INFO_MASK as u8 == XLOG_MARK { c"MARK".as_ptr() } else { std::ptr::null() }
+    match info & pg_sys::XLR_RMGR_INFO_MASK as u8 {
+        XLOG_MARK_V0 | XLOG_MARK => c"MARK".as_ptr(),
+        _ => std::ptr::null(),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Advancing past a given id (after a restore from another server)
+// ---------------------------------------------------------------------------------------------
+
+/// How long `…_advance_past` waits for the clock worker to make the new floor durable.
+const ADVANCE_WAIT_MS: i64 = 10_000;
+
+/// Makes every later value of `generator` greater than `state`, durably: raises its floor, then
+/// waits until the clock worker has made a mark past that value durable, so a crash right after
+/// cannot forget it.
+pub fn advance_past(generator: &Generator, state_value: u64, function: &str) {
+    let shared = crate::shmem::shared();
+    crate::errors::refuse_during_recovery(function);
+    generator.raise_floor(shared, state_value.saturating_add(1));
+    let needed_us = generator.end_of_state_us(state_value);
+    let deadline = clock::monotonic_millis() + ADVANCE_WAIT_MS;
+    while shared.mark.durable_us.load(Relaxed) < needed_us {
+        if clock::monotonic_millis() > deadline {
+            crate::errors::raise(
+                PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+                format!("{function}: the new floor is in effect but not yet durable"),
+                Some(format!("The pg_idgen clock worker did not persist a high-water mark past {} within {} s.", clock::format_unix_micros(needed_us), ADVANCE_WAIT_MS / 1000)),
+                Some("Check that the background worker \"pg_idgen clock\" runs (pg_idgen_status().clock_worker_pid), and call the function again."),
+            );
+        }
+        let latch = shared.clock_worker_latch.load(std::sync::atomic::Ordering::Acquire);
+        if !latch.is_null() {
+            // SAFETY: the worker clears the pointer before its latch goes away.
+            unsafe { pg_sys::SetLatch(latch) };
+        }
+        // SAFETY: a plain sleep; interrupts are checked right after.
+        unsafe { pg_sys::pg_usleep(5_000) };
+        pgrx::check_for_interrupts!();
+    }
+}
+
+#[cfg(any(test, feature = "pg_test"))]
+#[pgrx::pg_schema]
+mod tests {
+    use super::{parse, FileContent, MarkRecord};
+    use crate::layout::{Layout, Preset};
+    use pgrx::prelude::*;
+
+    #[pg_test]
+    fn a_record_round_trips_through_the_file_format() {
+        let layout = Layout { preset: Preset::Sonyflake, time_bits: 39, node_bits: 16, sequence_bits: 8, unit_ms: 10, epoch_us: 1_735_689_600_000_000 };
+        for record in [
+            MarkRecord { mark_us: 1_763_800_000_123_456, layout: Some(layout), node_id: Some(7), snowflake_made: true },
+            MarkRecord { mark_us: 5, layout: None, node_id: None, snowflake_made: false },
+        ] {
+            assert_eq!(parse(&record.to_text()), FileContent::Record(record));
+        }
+        assert_eq!(
+            parse("1763800000123456\n"),
+            FileContent::Version02(MarkRecord { mark_us: 1_763_800_000_123_456, layout: None, node_id: None, snowflake_made: true }),
+            "version 0.2's bare number"
+        );
+        let bad_bits = "pg_idgen mark 1\nmark_us 5\nsnowflake_layout twitter 70 10 12 1 0\nnode_id 1\nsnowflake_made true\n";
+        assert!(matches!(parse(bad_bits), FileContent::Damaged(_)), "a layout that cannot be");
+        assert!(matches!(parse("not a time"), FileContent::Damaged(_)));
+        assert!(matches!(parse("pg_idgen mark 1\nmark_us 5\n"), FileContent::Damaged(_)), "fields missing");
+        assert!(matches!(parse("pg_idgen mark 2\nmark_us 5\n"), FileContent::Damaged(_)), "a later format");
+        assert_eq!(parse("pg_idgen mark 1\nmade_by_pg_upgrade\n"), FileContent::MadeByPgUpgrade);
+    }
 }

@@ -9,6 +9,11 @@
 //! clock, at most `pg_idgen.max_clock_wait`, then raises an error. No value reaches the durable
 //! high-water mark (`mark`): there a call waits for the clock worker to move it. It never hands
 //! out a smaller value and never sleeps unboundedly.
+//!
+//! Each cell also has a floor: the smallest value it may hand out since the server started (the
+//! first tick past the persisted mark) or since an advance past a given id. Values continue from
+//! the floor even when it is ahead of the clock, so after a crash the ids' lead over the wall
+//! clock shrinks as the clock catches up rather than being kept for good.
 
 use std::sync::atomic::Ordering;
 use std::time::Instant;
@@ -71,23 +76,16 @@ impl TickClock {
     }
 }
 
-/// What the counter of a new tick starts at.
-#[derive(Clone, Copy, Debug)]
-pub enum TickStart {
-    /// A random value below the bound. Why: ids made slowly would otherwise all end in counter 0,
-    /// and a table sharded by `id % N` would put them all on one shard.
-    RandomBelow(u64),
-    /// Where the counter was, plus one (ObjectId's counter runs on across seconds).
-    Continue,
-}
-
 /// One generator's shape: its clock, the width of its counter, its cell in shared memory, and
 /// its name for messages.
 pub struct Generator {
     pub name: &'static str,
     pub clock: TickClock,
     pub counter_bits: u32,
-    pub tick_start: TickStart,
+    /// A new tick's counter starts at a random value below this. Why random: ids made slowly
+    /// would otherwise all end in counter 0, and a table sharded by `id % N` would put them all on
+    /// one shard. Why small: the rest of the tick stays free for the ids made in it.
+    pub tick_start_below: u64,
     pub cell: fn(&SharedState) -> &GeneratorCell,
 }
 
@@ -117,12 +115,29 @@ impl Generator {
         self.clock.tick_start_us((state >> self.counter_bits) + 1)
     }
 
+    /// The state of the last value handed out, or None when none was since the last restore or
+    /// advance (the cell's `last` then only marks where the floor is).
+    pub fn last_handed_out(&self, state: &SharedState) -> Option<u64> {
+        let cell = (self.cell)(state);
+        let last = cell.last.load(Ordering::Relaxed);
+        (last >= cell.floor.load(Ordering::Relaxed)).then_some(last)
+    }
+
+    /// Makes `floor` the smallest state this generator may hand out from now on (it only rises).
+    pub fn raise_floor(&self, state: &SharedState, floor: u64) {
+        let cell = (self.cell)(state);
+        cell.floor.fetch_max(floor, Ordering::Relaxed);
+        cell.last.fetch_max(floor.saturating_sub(1), Ordering::Relaxed);
+    }
+
     /// Now, in Unix µs, on the clock the policy says generators follow.
     #[inline]
     fn now_us(state: &SharedState, config: &Config) -> i64 {
         match config.clock_step_policy {
             StepPolicy::KeepGenerating => state.generator_clock.now_us(),
-            StepPolicy::Refuse => clock::wall_unix_micros(),
+            // Why not the wall clock alone: a forward step that the clock worker has not accepted
+            // yet (pg_idgen.clock_forward_delay) must not carry the ids with it.
+            StepPolicy::Refuse => clock::wall_unix_micros().min(state.generator_clock.now_us()),
         }
     }
 
@@ -140,14 +155,15 @@ impl Generator {
             let now_tick = self.clock.tick_at(now_us).unwrap_or_else(|| self.outside_clock(now_us));
             let mut candidate = last + 1;
             if candidate >> bits < now_tick {
-                let counter = match self.tick_start {
-                    TickStart::RandomBelow(bound) => crate::random::below(bound),
-                    TickStart::Continue => candidate & ((1 << bits) - 1),
-                };
-                candidate = (now_tick << bits) | counter;
+                candidate = (now_tick << bits) | crate::random::below(self.tick_start_below);
             }
             let candidate_tick = candidate >> bits;
-            if candidate_tick > now_tick + borrow_ticks {
+            // Why the floor: after a restart or an advance past a restored id, values continue
+            // from the floor even while it is ahead of the clock; borrowing counts from there.
+            // So the lead shrinks as the clock catches up, instead of the clock being moved.
+            if candidate_tick > now_tick + borrow_ticks
+                && candidate_tick > (cell.floor.load(Ordering::Relaxed) >> bits) + borrow_ticks
+            {
                 // Ahead of the clock by more than we may borrow: wait until it is close enough.
                 let behind_us = self.clock.tick_start_us(candidate_tick - borrow_ticks) - now_us;
                 waited_us += self.wait_for_clock(config, behind_us, waited_us);

@@ -3,10 +3,10 @@
 //! Layout (current BSON spec), big-endian:
 //! `| 4 bytes: Unix seconds | 5 bytes: random, once per server start | 3 bytes: counter |`.
 //! The seconds and the counter share one `AtomicU64` in shared memory (`seconds << 24 | counter`)
-//! advanced by the `monotonic` engine: the counter starts at a random value and runs on across
-//! seconds; if it would wrap within one second, it carries into the next second instead (time
-//! borrowed, bounded like snowflake), so no two ObjectIds of a server start are ever equal and
-//! each is greater than every one made before it.
+//! advanced by the `monotonic` engine: each second's counter starts at a random value below 256;
+//! only past 16.7 million ObjectIds in one second does it carry into the next second (time
+//! borrowed, bounded like snowflake), so no two ObjectIds of a server are ever equal and each is
+//! greater than every one made before it.
 //!
 //! The type's functions are plain C functions declared in `sql/objectid.sql`.
 
@@ -17,11 +17,16 @@ use pgrx::pg_sys;
 use pgrx::prelude::*;
 
 use crate::errors;
-use crate::monotonic::{Generator, TickClock, TickStart};
+use crate::monotonic::{Generator, TickClock};
 use crate::c_function::{self, c_functions};
 
 pub const OBJECTID_LEN: usize = 12;
 const COUNTER_BITS: u32 = 24;
+/// Each second's counter starts at a random value below this. Why not run on across seconds, as
+/// drivers do: a counter that wraps inside a second must carry into the next one to keep the ids
+/// increasing, which would borrow a second at every wrap; starting each second low leaves
+/// 16,776,960 values to every second.
+const MAX_START_COUNTER: u64 = 256;
 
 /// A 12-byte ObjectId. Its byte order is its sort order, as in MongoDB.
 #[repr(C)]
@@ -195,6 +200,15 @@ c_functions! {
         pg_sys::Datum::from(hash_bytes_extended(id.0.as_ptr(), OBJECTID_LEN as i32, seed as u64))
     }
 
+    /// `objectid_advance_past(objectid)`: every ObjectId made from now on is greater, durably.
+    fn pg_idgen_objectid_advance_past / pg_finfo_pg_idgen_objectid_advance_past (fcinfo) {
+        crate::shmem::shared();
+        // The next second: within one second, the random bytes (ours or the id's) decide the order.
+        let state = (arg(fcinfo, 0).seconds() as u64) << COUNTER_BITS | 0xFF_FFFF;
+        crate::mark::advance_past(&GENERATOR, state, "objectid_advance_past()");
+        pg_sys::Datum::from(0)
+    }
+
     /// `objectid_gen()`: a new ObjectId, greater than every one this server made before.
     fn pg_idgen_objectid_gen / pg_finfo_pg_idgen_objectid_gen (fcinfo) {
         let _ = fcinfo;
@@ -206,7 +220,7 @@ pub const GENERATOR: Generator = Generator {
     name: "objectid",
     clock: SECONDS,
     counter_bits: COUNTER_BITS,
-    tick_start: TickStart::Continue,
+    tick_start_below: MAX_START_COUNTER,
     cell: |state| &state.objectid,
 };
 

@@ -1,16 +1,33 @@
 //! Segment numbers (Leaf-segment): dense, increasing numbers per tag, served from ranges cached
-//! in shared memory and allocated only by the background worker, in its own committed
-//! transactions.
+//! in shared memory and allocated only by the background worker, in its own committed and
+//! flushed transactions.
 //!
-//! Each tag has a slot with two ranges. The slot's `cursor` is `generation << 32 | offset`; a
-//! call takes the next offset by one `fetch_add` and reads range `generation` from
-//! `ranges[generation % 2]`, checked like a seqlock. When a set share of a range is used, the
-//! worker is asked (latch) to load range `generation + 1` into the other cell; when a range is
-//! used up, the call that finds it so switches the cursor to the next generation under the
-//! LWLock. Only when the next range is not loaded yet does a call wait, on a condition variable.
+//! Each tag in use has a slot with two ranges. The slot's `cursor` is `generation << 32 |
+//! offset`; a call takes the next offset by one `fetch_add` and reads range `generation` from
+//! `ranges[generation % 2]`. When a set share of a range is used, the worker is asked (latch) to
+//! load range `generation + 1` into the other cell; when a range is used up, the call that finds
+//! it so switches the cursor to the next generation under the LWLock. Only when the next range is
+//! not loaded yet does a call wait, on a condition variable.
 //!
 //! Why ranges are never allocated by the caller: a range allocated in the caller's transaction
 //! could be rolled back after its numbers were handed out, and handed out again.
+//!
+//! ## Who writes what
+//!
+//! | field | written by | protection |
+//! |---|---|---|
+//! | `version` | take, retire, drop, exhaust | the lock; odd while the slot changes, even when stable |
+//! | `state`, `database`, `tag` | take, retire, drop, exhaust | the lock; readers check `version` |
+//! | `cursor` | every call (`fetch_add`); switch and take (store) | atomic; stores under the lock |
+//! | `ranges` | the worker's publish; take | the lock; readers check each cell's generation |
+//! | `step`, `last_load_ms`, `issued_before` | publish, switch | the lock |
+//! | `want_next` | calls set it, publish clears it | atomic flag |
+//! | `failures`, `retry_at_ms`, `warned_at_ms` | the worker only | single writer |
+//! | `waits`, `history_*` | calls, the worker | atomic counters, approximate |
+//!
+//! A call reads `version`, takes its offset and reads the range, then reads `version` again: if
+//! it changed, the slot was retired or given to another tag meanwhile, and the number taken is
+//! dropped (a gap). Versions only grow, so a (version, generation) pair never names two ranges.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -21,6 +38,7 @@ use pgrx::prelude::*;
 
 use crate::clock;
 use crate::errors;
+use crate::segment_table::{self, display, TextBytes, TextOut};
 use crate::settings;
 use crate::shmem::{self, CacheLine};
 
@@ -28,6 +46,11 @@ use crate::shmem::{self, CacheLine};
 pub const MAX_TAG_LEN: usize = 63;
 const OFFSET_BITS: u32 = 32;
 const OFFSET_MASK: u64 = (1 << OFFSET_BITS) - 1;
+/// An offset this large is past every range (ranges hold under 2^31 numbers): the slow path sets
+/// it back, so calls that keep missing cannot carry it into the generation.
+const OFFSET_REPAIR_AT: u64 = 1 << 31;
+/// The last generation a slot may reach; the switch past it retires the slot (a gap) instead.
+const LAST_GENERATION: u64 = (1 << 32) - 2;
 /// `RangeCell::generation` while the cell is empty or being written.
 const NO_GENERATION: u64 = u64::MAX;
 /// Samples of the issued count, one a second, for ids/s over the last minute.
@@ -35,7 +58,10 @@ const HISTORY: usize = 64;
 
 const FREE: u32 = 0;
 const ACTIVE: u32 = 1;
+/// The worker found no row for the tag: calls waiting for it get 42704.
 const DROPPED: u32 = 2;
+/// The tag reached bigint's end: calls get 2200H.
+const EXHAUSTED: u32 = 3;
 
 /// One range `[start, start + len)`, valid for cursor generation `generation`.
 #[repr(C)]
@@ -59,7 +85,7 @@ impl RangeCell {
         (self.generation.load(Ordering::Relaxed) == generation).then_some((start, len))
     }
 
-    /// Publishes a range. Only the worker writes cells, one at a time.
+    /// Publishes a range. Under the lock.
     fn write(&self, generation: u64, start: i64, len: u64) {
         self.generation.store(NO_GENERATION, Ordering::Relaxed);
         fence(Ordering::Release);
@@ -75,12 +101,10 @@ pub struct Slot {
     /// Taken by fetch_add on every call, so on a cache line of its own.
     cursor: CacheLine<AtomicU64>,
     ranges: [RangeCell; 2],
-    /// FREE, ACTIVE or DROPPED; changed under the lock.
-    state: AtomicU32,
-    /// Bumped under the lock whenever the slot gets or loses a tag; backends' lookups check it.
     version: AtomicU64,
+    state: AtomicU32,
+    database: AtomicU32,
     tag_len: AtomicU32,
-    /// Written under the lock while the slot is not ACTIVE, read once it is.
     tag: [AtomicU8; MAX_TAG_LEN],
     /// The next range is wanted (prefetch share reached, or a call is waiting).
     want_next: AtomicBool,
@@ -92,6 +116,10 @@ pub struct Slot {
     issued_before: AtomicU64,
     /// Calls that had to wait for a range.
     waits: AtomicU64,
+    /// Allocations that failed in a row, when the worker may try again, when it last warned.
+    failures: AtomicU32,
+    retry_at_ms: AtomicI64,
+    warned_at_ms: AtomicI64,
     history_issued: [AtomicU64; HISTORY],
     history_second: [AtomicI64; HISTORY],
 }
@@ -100,6 +128,7 @@ impl Slot {
     /// # Safety
     /// `slot` points to shared memory for a slot that nobody uses yet.
     pub unsafe fn init(slot: *mut Slot) {
+        // SAFETY: per the function's contract; all-zero is valid for every field.
         unsafe {
             slot.write_bytes(0, 1);
             (*slot).state.store(FREE, Ordering::Relaxed);
@@ -114,16 +143,61 @@ impl Slot {
         self.tag[..len].iter().map(|b| b.load(Ordering::Relaxed)).collect()
     }
 
+    /// Whether the slot holds `tag` of `database` (any state but FREE). Under the lock.
+    fn holds(&self, database: pg_sys::Oid, tag: &[u8]) -> bool {
+        self.state.load(Ordering::Acquire) != FREE && self.database.load(Ordering::Acquire) == database.to_u32() && self.tag() == tag
+    }
+
     fn generation(&self) -> u64 {
         self.cursor.load(Ordering::Acquire) >> OFFSET_BITS
     }
 
-    /// Numbers handed out from this slot since it was registered.
+    /// Numbers handed out from this slot since it was taken.
     fn issued(&self) -> u64 {
         let cursor = self.cursor.load(Ordering::Acquire);
         let current = self.ranges[(cursor >> OFFSET_BITS) as usize % 2].read(cursor >> OFFSET_BITS);
         let in_current = current.map_or(0, |(_, len)| (cursor & OFFSET_MASK).min(len));
         self.issued_before.load(Ordering::Relaxed) + in_current
+    }
+
+    /// Changes what the slot is, between two version bumps (odd while changing). Under the lock.
+    fn change(&self, f: impl FnOnce()) {
+        self.version.fetch_add(1, Ordering::AcqRel);
+        fence(Ordering::Release);
+        f();
+        self.version.fetch_add(1, Ordering::Release);
+    }
+
+    /// Gives the free slot to a tag. Under the lock.
+    fn take(&self, database: pg_sys::Oid, tag: &[u8]) {
+        self.change(|| {
+            for (cell, &byte) in self.tag.iter().zip(tag) {
+                cell.store(byte, Ordering::Relaxed);
+            }
+            self.tag_len.store(tag.len() as u32, Ordering::Release);
+            self.database.store(database.to_u32(), Ordering::Release);
+            // Generation 0 is an empty range, so the first range is loaded as a "next" one and
+            // the first call switches to it at offset 0: the tag's first number is `start`.
+            self.ranges[0].write(0, 0, 0);
+            self.ranges[1].generation.store(NO_GENERATION, Ordering::Release);
+            self.cursor.store(0, Ordering::Release);
+            self.want_next.store(true, Ordering::Release);
+            for counter in [&self.step, &self.issued_before, &self.waits] {
+                counter.store(0, Ordering::Relaxed);
+            }
+            self.last_load_ms.store(0, Ordering::Relaxed);
+            self.failures.store(0, Ordering::Relaxed);
+            self.retry_at_ms.store(0, Ordering::Relaxed);
+            for second in &self.history_second {
+                second.store(0, Ordering::Relaxed);
+            }
+            self.state.store(ACTIVE, Ordering::Release);
+        });
+    }
+
+    /// Sets the state (FREE retires the cache: the next call looks the tag up again). Under the lock.
+    fn set_state(&self, state: u32) {
+        self.change(|| self.state.store(state, Ordering::Release));
     }
 }
 
@@ -132,11 +206,13 @@ struct SlotLock;
 
 impl SlotLock {
     fn exclusive() -> SlotLock {
+        // SAFETY: the lock lives in shared memory for the life of the server.
         unsafe { pg_sys::LWLockAcquire(shmem::segment_lock(), pg_sys::LWLockMode::LW_EXCLUSIVE) };
         SlotLock
     }
 
     fn shared() -> SlotLock {
+        // SAFETY: as above.
         unsafe { pg_sys::LWLockAcquire(shmem::segment_lock(), pg_sys::LWLockMode::LW_SHARED) };
         SlotLock
     }
@@ -144,6 +220,7 @@ impl SlotLock {
 
 impl Drop for SlotLock {
     fn drop(&mut self) {
+        // SAFETY: held since `exclusive` or `shared`.
         unsafe { pg_sys::LWLockRelease(shmem::segment_lock()) };
     }
 }
@@ -154,32 +231,47 @@ impl Drop for SlotLock {
 
 thread_local! {
     /// This backend's map from tag to (slot index, slot version).
-    static LOOKUP: RefCell<HashMap<String, (usize, u64)>> = RefCell::new(HashMap::new());
+    static LOOKUP: RefCell<HashMap<Vec<u8>, (usize, u64)>> = RefCell::new(HashMap::new());
     /// The last tag looked up, checked first: most statements draw from one tag, and comparing
     /// bytes is cheaper than hashing them.
-    static LAST: RefCell<(String, usize, u64)> = const { RefCell::new((String::new(), 0, 0)) };
+    static LAST: RefCell<Option<(Vec<u8>, usize, u64)>> = const { RefCell::new(None) };
     /// This backend is connected to pg_idgen.database (checked once).
     static RIGHT_DATABASE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
 #[pg_extern(volatile, parallel_safe)]
 /// The next number of a segment tag: unique and increasing per tag, served from shared memory.
-fn segment_next(tag: &str) -> i64 {
+fn segment_next(tag: TextBytes) -> i64 {
+    let tag = tag.0;
+    check_tag_name(tag);
     let state = shmem::shared();
     errors::refuse_during_recovery("segment_next()");
     require_worker_database();
     let slots = shmem::slots();
+    let mut deadline = Deadline(None);
+    let mut first = true;
     loop {
-        let (index, version) = lookup(tag);
+        if !first {
+            pgrx::check_for_interrupts!();
+        }
+        first = false;
+        let (index, version) = lookup(tag, &mut deadline);
         let slot = &slots[index];
-        if slot.version.load(Ordering::Acquire) != version || slot.state.load(Ordering::Acquire) != ACTIVE {
-            LOOKUP.with(|l| l.borrow_mut().remove(tag));
-            LAST.with(|last| last.borrow_mut().0.clear());
+        if slot.version.load(Ordering::Acquire) != version {
+            forget_lookup(tag);
             continue;
         }
         let cursor = slot.cursor.fetch_add(1, Ordering::AcqRel);
         let (generation, offset) = (cursor >> OFFSET_BITS, cursor & OFFSET_MASK);
-        if let Some((start, len)) = slot.ranges[generation as usize % 2].read(generation) {
+        let range = slot.ranges[generation as usize % 2].read(generation);
+        // The closing read of the seqlock: the slot is still the one looked up, so the offset and
+        // the range belong to this tag. Otherwise the number taken is a gap.
+        fence(Ordering::Acquire);
+        if slot.version.load(Ordering::Relaxed) != version {
+            forget_lookup(tag);
+            continue;
+        }
+        if let Some((start, len)) = range {
             if offset < len {
                 if offset == prefetch_offset(len) {
                     slot.want_next.store(true, Ordering::Release);
@@ -188,22 +280,36 @@ fn segment_next(tag: &str) -> i64 {
                 return start + offset as i64;
             }
         }
-        switch_or_wait(slot, tag, version, generation);
+        switch_or_wait(slot, tag, version, generation, offset, &mut deadline);
+    }
+}
+
+/// When a call must give up waiting (for a range, or a locked table): `pg_idgen.segment_wait_timeout`
+/// after it first had to wait. Why not from the call's start: reading the clock on every call
+/// would cost the hot path more than the rest of it.
+struct Deadline(Option<i64>);
+
+impl Deadline {
+    fn ms(&mut self) -> i64 {
+        *self.0.get_or_insert_with(|| clock::monotonic_millis() + settings::config().segments.wait_timeout_ms as i64)
     }
 }
 
 /// The slot index and version of a tag, from this backend's caches or by registering it.
 #[inline]
-fn lookup(tag: &str) -> (usize, u64) {
-    let hit = LAST.with(|last| {
-        let last = last.borrow();
-        (last.0 == tag).then_some((last.1, last.2))
-    });
+fn lookup(tag: &[u8], deadline: &mut Deadline) -> (usize, u64) {
+    let hit = LAST.with(|last| last.borrow().as_ref().and_then(|(t, index, version)| (t == tag).then_some((*index, *version))));
     hit.unwrap_or_else(|| {
-        let found = LOOKUP.with(|l| l.borrow().get(tag).copied()).unwrap_or_else(|| register(tag));
-        LAST.with(|last| *last.borrow_mut() = (tag.to_string(), found.0, found.1));
+        let found = LOOKUP.with(|l| l.borrow().get(tag).copied()).unwrap_or_else(|| register(tag, deadline.ms()));
+        LAST.with(|last| *last.borrow_mut() = Some((tag.to_vec(), found.0, found.1)));
         found
     })
+}
+
+#[cold]
+fn forget_lookup(tag: &[u8]) {
+    LOOKUP.with(|l| l.borrow_mut().remove(tag));
+    LAST.with(|last| *last.borrow_mut() = None);
 }
 
 /// The offset whose taking asks for the next range.
@@ -214,6 +320,7 @@ fn prefetch_offset(len: u64) -> u64 {
 fn wake_worker(state: &shmem::SharedState) {
     let latch = state.worker_latch.load(Ordering::Acquire);
     if !latch.is_null() {
+        // SAFETY: the worker clears the pointer before its latch goes away.
         unsafe { pg_sys::SetLatch(latch) };
     }
 }
@@ -221,16 +328,23 @@ fn wake_worker(state: &shmem::SharedState) {
 /// Range `generation` is used up or not loaded yet: switch to the next one if it is there,
 /// else ask the worker and wait for it.
 #[cold]
-fn switch_or_wait(slot: &Slot, tag: &str, version: u64, generation: u64) {
+fn switch_or_wait(slot: &Slot, tag: &[u8], version: u64, generation: u64, offset: u64, deadline: &mut Deadline) {
     let state = shmem::shared();
     {
         let _lock = SlotLock::exclusive();
         if slot.version.load(Ordering::Acquire) != version || slot.generation() != generation {
-            return; // dropped, or another call switched already: retry
+            return; // retired, or another call switched already: retry
         }
-        // The current range is always loaded: a slot starts with an empty generation 0.
-        let (_, len) = slot.ranges[generation as usize % 2].read(generation).expect("the current range is loaded");
+        let len = slot.ranges[generation as usize % 2].read(generation).map_or(0, |(_, len)| len);
+        if offset >= OFFSET_REPAIR_AT {
+            // Every offset past `len` is a miss: setting it back loses nothing.
+            slot.cursor.store((generation << OFFSET_BITS) | len, Ordering::Release);
+        }
         if slot.ranges[(generation + 1) as usize % 2].read(generation + 1).is_some() {
+            if generation + 1 > LAST_GENERATION {
+                slot.set_state(FREE); // a new slot starts at generation 0 (a gap)
+                return;
+            }
             slot.issued_before.fetch_add(len, Ordering::Relaxed);
             slot.cursor.store((generation + 1) << OFFSET_BITS, Ordering::Release);
             return;
@@ -238,45 +352,53 @@ fn switch_or_wait(slot: &Slot, tag: &str, version: u64, generation: u64) {
         slot.want_next.store(true, Ordering::Release);
     }
     wake_worker(state);
-    wait_for_range(slot, tag, version, generation);
+    wait_for_range(slot, tag, version, generation, deadline.ms());
 }
 
-/// Waits until the worker loaded range `generation + 1`, honouring cancel and statement_timeout,
-/// at most `pg_idgen.segment_wait_timeout`.
-fn wait_for_range(slot: &Slot, tag: &str, version: u64, generation: u64) {
+/// Waits until the worker loaded range `generation + 1` or the slot changed, honouring cancel and
+/// statement_timeout, at most until the call's deadline (`pg_idgen.segment_wait_timeout`).
+fn wait_for_range(slot: &Slot, tag: &[u8], version: u64, generation: u64, deadline_ms: i64) {
     let state = shmem::shared();
-    let timeout_ms = settings::config().segments.wait_timeout_ms as i64;
-    let deadline = clock::monotonic_millis() + timeout_ms;
     slot.waits.fetch_add(1, Ordering::Relaxed);
     let cv = state.segment_loaded();
+    // SAFETY: the condition variable lives in shared memory; every exit cancels the sleep.
     unsafe { pg_sys::ConditionVariablePrepareToSleep(cv) };
     let ready = || {
         slot.version.load(Ordering::Acquire) != version
-            || slot.state.load(Ordering::Acquire) != ACTIVE
             || slot.generation() != generation
             || slot.ranges[(generation + 1) as usize % 2].read(generation + 1).is_some()
     };
     while !ready() {
-        let remaining = deadline - clock::monotonic_millis();
+        let remaining = deadline_ms - clock::monotonic_millis();
         if remaining <= 0 {
             unsafe { pg_sys::ConditionVariableCancelSleep() };
-            no_range_in_time(state, tag, timeout_ms);
+            no_range_in_time(state, tag);
         }
         wake_worker(state);
         // Wakes on the worker's broadcast, a timeout, or an interrupt (it checks for those).
         unsafe { pg_sys::ConditionVariableTimedSleep(cv, remaining.min(100) as _, pg_sys::PG_WAIT_EXTENSION) };
     }
     unsafe { pg_sys::ConditionVariableCancelSleep() };
-    if slot.state.load(Ordering::Acquire) == DROPPED {
-        unknown_tag(
+    // What the worker found instead of a range: say so, rather than look the tag up again.
+    let outcome = {
+        let _lock = SlotLock::shared();
+        let mine = slot.holds(unsafe { pg_sys::MyDatabaseId }, tag);
+        if mine { slot.state.load(Ordering::Acquire) } else { FREE }
+    };
+    match outcome {
+        DROPPED => unknown_tag(
             tag,
             "The worker does not find it in the tag table: it was dropped, or it was created in a transaction that has not committed yet.",
-        );
+        ),
+        EXHAUSTED => exhausted(tag),
+        _ => {}
     }
 }
 
 #[cold]
-fn no_range_in_time(state: &shmem::SharedState, tag: &str, timeout_ms: i64) -> ! {
+fn no_range_in_time(state: &shmem::SharedState, tag: &[u8]) -> ! {
+    let timeout_ms = settings::config().segments.wait_timeout_ms;
+    let tag = display(tag);
     if state.worker_latch.load(Ordering::Acquire).is_null() {
         errors::raise(
             PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
@@ -297,20 +419,31 @@ fn no_range_in_time(state: &shmem::SharedState, tag: &str, timeout_ms: i64) -> !
 }
 
 #[cold]
-fn unknown_tag(tag: &str, detail: &str) -> ! {
+fn unknown_tag(tag: &[u8], detail: &str) -> ! {
     errors::raise(
         PgSqlErrorCode::ERRCODE_UNDEFINED_OBJECT,
-        format!("segment tag \"{tag}\" does not exist"),
+        format!("segment tag \"{}\" does not exist", display(tag)),
         Some(detail.into()),
         Some("Create it with segment_create(tag)."),
     )
 }
 
-fn check_tag_name(tag: &str) {
+#[cold]
+fn exhausted(tag: &[u8]) -> ! {
+    errors::raise(
+        PgSqlErrorCode::ERRCODE_SEQUENCE_GENERATOR_LIMIT_EXCEEDED,
+        format!("segment_next: reached maximum value of segment tag \"{}\" ({})", display(tag), i64::MAX),
+        Some("Every number up to bigint's end has been allocated.".into()),
+        None,
+    )
+}
+
+/// Tags are 1 to 63 bytes: checked before any lookup.
+pub fn check_tag_name(tag: &[u8]) {
     if tag.is_empty() || tag.len() > MAX_TAG_LEN {
         errors::raise(
             PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
-            format!("invalid segment tag \"{tag}\""),
+            format!("invalid segment tag \"{}\"", display(&tag[..tag.len().min(80)])),
             Some(format!("A tag is 1 to {MAX_TAG_LEN} bytes long, not {}.", tag.len())),
             None,
         )
@@ -324,11 +457,13 @@ fn require_worker_database() {
         return;
     }
     let database = &settings::config().segments.database;
-    let here = unsafe { std::ffi::CStr::from_ptr(pg_sys::get_database_name(pg_sys::MyDatabaseId)) };
-    if here.to_bytes() != database.as_bytes() {
+    // SAFETY: get_database_name returns a palloc'd name, or NULL for a database just dropped.
+    let here = unsafe { pg_sys::get_database_name(pg_sys::MyDatabaseId) };
+    let here = if here.is_null() { String::new() } else { unsafe { std::ffi::CStr::from_ptr(here) }.to_string_lossy().into_owned() };
+    if here.as_bytes() != database.as_bytes() {
         errors::raise(
             PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
-            format!("segment_next() works only in database \"{database}\", not in \"{}\"", here.to_string_lossy()),
+            format!("segment_next() works only in database \"{database}\", not in \"{here}\""),
             Some("The pg_idgen worker connects to pg_idgen.database and allocates ranges from the tag table there.".into()),
             Some("Call it from that database, or set pg_idgen.database and restart the server."),
         )
@@ -336,95 +471,63 @@ fn require_worker_database() {
     RIGHT_DATABASE.set(true);
 }
 
-/// The tag table, schema-qualified (the extension's schema).
-pub fn tag_table() -> String {
-    let schema = Spi::get_one::<String>(
-        "SELECT quote_ident(n.nspname) FROM pg_extension AS e JOIN pg_namespace AS n ON n.oid = e.extnamespace
-          WHERE e.extname = 'pg_idgen'",
-    )
-    .ok()
-    .flatten()
-    .unwrap_or_else(|| "public".into());
-    format!("{schema}.segment_tag")
-}
-
-/// Runs `query` (with `{table}` for the tag table, `$1` for the tag); whether it gave a row.
-fn tag_row(tag: &str, query: &str) -> bool {
-    let query = query.replace("{table}", &tag_table());
-    Spi::get_one_with_args::<bool>(&query, &[tag.into()]).ok().flatten().is_some()
-}
-
 /// Finds or takes the slot of a tag that exists in the tag table; an unknown tag takes none.
 #[cold]
-fn register(tag: &str) -> (usize, u64) {
-    check_tag_name(tag);
-    if !tag_row(tag, "SELECT true FROM {table} WHERE tag = $1") {
+fn register(tag: &[u8], deadline_ms: i64) -> (usize, u64) {
+    if !segment_table::tag_exists(tag, deadline_ms) {
         unknown_tag(tag, "It is not in the tag table.");
     }
+    let database = unsafe { pg_sys::MyDatabaseId };
     let slots = shmem::slots();
     let found = {
         let _lock = SlotLock::exclusive();
-        let active = slots.iter().position(|s| s.state.load(Ordering::Acquire) == ACTIVE && s.tag() == tag.as_bytes());
-        active.or_else(|| {
-            let free = slots.iter().position(|s| s.state.load(Ordering::Acquire) != ACTIVE)?;
-            take_slot(&slots[free], tag);
-            Some(free)
-        })
+        match slots.iter().position(|s| s.holds(database, tag) && s.state.load(Ordering::Acquire) != DROPPED) {
+            Some(index) => Some((index, slots[index].state.load(Ordering::Acquire))),
+            None => slots.iter().position(|s| matches!(s.state.load(Ordering::Acquire), FREE | DROPPED)).map(|free| {
+                slots[free].take(database, tag);
+                (free, ACTIVE)
+            }),
+        }
+        .map(|(index, state)| (index, state, slots[index].version.load(Ordering::Acquire)))
     };
-    let Some(index) = found else {
+    let Some((index, state, version)) = found else {
         errors::raise(
             PgSqlErrorCode::ERRCODE_CONFIGURATION_LIMIT_EXCEEDED,
-            format!("no shared-memory slot left for segment tag \"{tag}\""),
+            format!("no shared-memory slot left for segment tag \"{}\"", display(tag)),
             Some(format!("All pg_idgen.max_tags ({}) slots hold tags in use since the server started.", slots.len())),
             Some("Raise pg_idgen.max_tags and restart the server, or drop tags that are no longer used."),
         )
     };
-    let version = slots[index].version.load(Ordering::Acquire);
-    LOOKUP.with(|l| l.borrow_mut().insert(tag.to_string(), (index, version)));
+    if state == EXHAUSTED {
+        exhausted(tag);
+    }
+    LOOKUP.with(|l| l.borrow_mut().insert(tag.to_vec(), (index, version)));
     (index, version)
 }
 
-/// Gives a free slot to a tag. Called under the lock.
-fn take_slot(slot: &Slot, tag: &str) {
-    for (cell, byte) in slot.tag.iter().zip(tag.bytes()) {
-        cell.store(byte, Ordering::Relaxed);
-    }
-    slot.tag_len.store(tag.len() as u32, Ordering::Release);
-    // Generation 0 is an empty range, so the first range is loaded as a "next" one and the
-    // first call switches to it at offset 0: the tag's first number is `start`, not a gap.
-    slot.ranges[0].write(0, 0, 0);
-    slot.ranges[1].generation.store(NO_GENERATION, Ordering::Release);
-    slot.cursor.store(0, Ordering::Release);
-    slot.want_next.store(true, Ordering::Release);
-    slot.step.store(0, Ordering::Relaxed);
-    slot.last_load_ms.store(0, Ordering::Relaxed);
-    slot.issued_before.store(0, Ordering::Relaxed);
-    slot.waits.store(0, Ordering::Relaxed);
-    for second in &slot.history_second {
-        second.store(0, Ordering::Relaxed);
-    }
-    slot.version.fetch_add(1, Ordering::AcqRel);
-    slot.state.store(ACTIVE, Ordering::Release);
+/// Retires the cache of a tag (its row was deleted or changed): the next call looks it up again,
+/// and its cached numbers are never served. Called by the tag table's trigger.
+pub fn retire_tag(database: pg_sys::Oid, tag: &[u8]) {
+    retire_where(|slot| slot.holds(database, tag));
 }
 
-/// Marks a tag's slot dropped: its cached numbers are never served again. Called by
-/// segment_drop().
-fn forget(tag: &[u8]) {
+/// Retires every tag of a database (TRUNCATE, the table dropped).
+pub fn retire_database(database: pg_sys::Oid) {
+    retire_where(|slot| slot.state.load(Ordering::Acquire) != FREE && slot.database.load(Ordering::Acquire) == database.to_u32());
+}
+
+fn retire_where(matches: impl Fn(&Slot) -> bool) {
+    if !shmem::is_attached() {
+        return; // not preloaded: nothing is cached
+    }
     {
         let _lock = SlotLock::exclusive();
-        for slot in shmem::slots() {
-            if slot.state.load(Ordering::Acquire) == ACTIVE && slot.tag() == tag {
-                mark_dropped(slot);
-            }
+        for slot in shmem::slots().iter().filter(|slot| matches(slot)) {
+            slot.set_state(FREE);
         }
     }
+    // SAFETY: the condition variable lives in shared memory.
     unsafe { pg_sys::ConditionVariableBroadcast(shmem::shared().segment_loaded()) };
-}
-
-/// Called under the lock. The version bump sends every backend's cached lookup back to the table.
-fn mark_dropped(slot: &Slot) {
-    slot.version.fetch_add(1, Ordering::AcqRel);
-    slot.state.store(DROPPED, Ordering::Release);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -434,16 +537,25 @@ fn mark_dropped(slot: &Slot) {
 #[pg_extern(volatile)]
 /// Creates a segment tag whose first number is `start`. Needs INSERT on the tag table.
 fn segment_create(
-    tag: &str,
-    start: default!(i64, 1),
-    step: default!(i32, 1000),
-    description: default!(Option<&str>, "NULL"),
+    tag: Option<TextBytes>,
+    start: default!(Option<i64>, 1),
+    step: default!(Option<i32>, 1000),
+    description: default!(Option<TextBytes>, "NULL"),
 ) {
+    let (Some(tag), Some(start), Some(step)) = (tag, start, step) else {
+        errors::raise(
+            PgSqlErrorCode::ERRCODE_NULL_VALUE_NOT_ALLOWED,
+            "segment_create: tag, start and step must not be NULL".into(),
+            None,
+            None,
+        )
+    };
+    let tag = tag.0;
     check_tag_name(tag);
     if step < 1 {
         errors::raise(
             PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
-            format!("invalid step {step} for segment tag \"{tag}\""),
+            format!("invalid step {step} for segment tag \"{}\"", display(tag)),
             Some("The step is how many numbers one range holds: at least 1.".into()),
             None,
         )
@@ -451,27 +563,42 @@ fn segment_create(
     if start < 1 {
         errors::raise(
             PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
-            format!("invalid start {start} for segment tag \"{tag}\""),
+            format!("invalid start {start} for segment tag \"{}\"", display(tag)),
             Some("Segment numbers start at 1 or above.".into()),
             None,
         )
     }
-    Spi::run_with_args(
-        &format!("INSERT INTO {} (tag, max_id, step, description) VALUES ($1, $2, $3, $4)", tag_table()),
-        &[tag.into(), (start - 1).into(), step.into(), description.into()],
-    )
+    let table = segment_table::require_tag_table();
+    let description = match description {
+        Some(text) => segment_table::text_arg(text.0),
+        None => pgrx::datum::DatumWithOid::null_oid(pg_sys::TEXTOID),
+    };
+    segment_table::with_catalog_search_path(|| {
+        Spi::run_with_args(
+            &format!("INSERT INTO {table} (tag, max_id, step, description) VALUES ($1, $2, $3, $4)"),
+            &[segment_table::text_arg(tag), (start - 1).into(), step.into(), description],
+        )
+    })
     .unwrap_or_else(|e| panic!("{e}"));
 }
 
 #[pg_extern(volatile)]
-/// Drops a segment tag. Needs DELETE on the tag table. Its cached numbers are never served again.
-fn segment_drop(tag: &str) {
-    check_tag_name(tag);
-    if !tag_row(tag, "DELETE FROM {table} WHERE tag = $1 RETURNING true") {
-        unknown_tag(tag, "It is not in the tag table.");
-    }
-    if shmem::is_attached() {
-        forget(tag.as_bytes());
+/// Drops a segment tag. Needs DELETE on the tag table. Its cached numbers are never served again
+/// (the table's trigger retires them).
+fn segment_drop(tag: Option<TextBytes>) {
+    let Some(tag) = tag else {
+        errors::raise(PgSqlErrorCode::ERRCODE_NULL_VALUE_NOT_ALLOWED, "segment_drop: tag must not be NULL".into(), None, None)
+    };
+    check_tag_name(tag.0);
+    let table = segment_table::require_tag_table();
+    let deleted = segment_table::with_catalog_search_path(|| {
+        Spi::get_one_with_args::<bool>(
+            &format!("DELETE FROM {table} WHERE tag OPERATOR(pg_catalog.=) $1 RETURNING true"),
+            &[segment_table::text_arg(tag.0)],
+        )
+    });
+    if !matches!(deleted, Ok(Some(true))) {
+        unknown_tag(tag.0, "It is not in the tag table.");
     }
 }
 
@@ -484,22 +611,42 @@ pub struct Need {
     pub index: usize,
     pub version: u64,
     pub generation: u64,
-    pub tag: String,
+    pub tag: Vec<u8>,
     pub step: u64,
 }
 
-/// Slots whose next range is wanted and not loaded yet.
-pub fn needs() -> Vec<Need> {
+/// What the worker found for a slot.
+pub enum Outcome {
+    /// A range it allocated, committed and flushed.
+    Range(i64, u64),
+    /// The tag's row is gone.
+    NoTag,
+    /// The tag is at bigint's end.
+    Exhausted,
+    /// The allocation failed (a lock, …); the message is for the log.
+    Failed(String),
+}
+
+/// How long the worker leaves a tag alone after failed allocations: doubling from 100 ms to 5 s.
+fn backoff_ms(failures: u32) -> i64 {
+    (100i64 << failures.saturating_sub(1).min(6)).min(5000)
+}
+
+/// Slots of `database` whose next range is wanted, not loaded yet, and not in a backoff.
+pub fn needs(database: pg_sys::Oid) -> Vec<Need> {
     let config = &settings::config().segments;
     let now_ms = clock::monotonic_millis();
     let _lock = SlotLock::shared();
     let mut needs = Vec::new();
     for (index, slot) in shmem::slots().iter().enumerate() {
-        if slot.state.load(Ordering::Acquire) != ACTIVE {
+        if slot.state.load(Ordering::Acquire) != ACTIVE || slot.database.load(Ordering::Acquire) != database.to_u32() {
             continue;
         }
         let wanted = slot.generation() + 1;
-        if !slot.want_next.load(Ordering::Acquire) || slot.ranges[wanted as usize % 2].read(wanted).is_some() {
+        if !slot.want_next.load(Ordering::Acquire)
+            || slot.ranges[wanted as usize % 2].read(wanted).is_some()
+            || slot.retry_at_ms.load(Ordering::Relaxed) > now_ms
+        {
             continue;
         }
         // Leaf's dynamic step: ranges that go fast grow, ranges that last shrink.
@@ -514,34 +661,52 @@ pub fn needs() -> Vec<Need> {
         } else {
             previous
         };
-        needs.push(Need {
-            index,
-            version: slot.version.load(Ordering::Acquire),
-            generation: wanted,
-            tag: String::from_utf8_lossy(&slot.tag()).into_owned(),
-            step,
-        });
+        needs.push(Need { index, version: slot.version.load(Ordering::Acquire), generation: wanted, tag: slot.tag(), step });
     }
     needs
 }
 
-/// Publishes what the worker found for a slot — a range it allocated and committed, or None when
-/// the tag's row is gone — unless the slot changed meanwhile.
-pub fn publish(need: &Need, range: Option<(i64, u64)>) {
+/// Publishes what the worker found for a slot, unless the slot changed meanwhile. A failure
+/// sets the slot's backoff and says whether it is time to log it (at most every 10 s a tag).
+pub fn publish(need: &Need, outcome: &Outcome) -> bool {
     let slot = &shmem::slots()[need.index];
+    let now_ms = clock::monotonic_millis();
     let _lock = SlotLock::exclusive();
     if slot.version.load(Ordering::Acquire) != need.version {
-        return;
+        return false;
     }
-    match range {
-        None => mark_dropped(slot),
-        Some((start, len)) => {
+    match *outcome {
+        Outcome::Range(start, len) => {
             slot.ranges[need.generation as usize % 2].write(need.generation, start, len);
             slot.step.store(len, Ordering::Relaxed);
-            slot.last_load_ms.store(clock::monotonic_millis(), Ordering::Relaxed);
+            slot.last_load_ms.store(now_ms, Ordering::Relaxed);
             slot.want_next.store(false, Ordering::Release);
+            slot.failures.store(0, Ordering::Relaxed);
+            false
+        }
+        Outcome::NoTag => {
+            slot.set_state(DROPPED);
+            false
+        }
+        Outcome::Exhausted => {
+            slot.set_state(EXHAUSTED);
+            false
+        }
+        Outcome::Failed(_) => {
+            let failures = slot.failures.fetch_add(1, Ordering::Relaxed) + 1;
+            slot.retry_at_ms.store(now_ms + backoff_ms(failures), Ordering::Relaxed);
+            let warn = now_ms - slot.warned_at_ms.load(Ordering::Relaxed) >= 10_000 || failures == 1;
+            if warn {
+                slot.warned_at_ms.store(now_ms, Ordering::Relaxed);
+            }
+            warn
         }
     }
+}
+
+/// Failed allocations in a row of a slot (for the worker's log line).
+pub fn failures(index: usize) -> u32 {
+    shmem::slots()[index].failures.load(Ordering::Relaxed)
 }
 
 /// Records each active slot's issued count, once a second, for ids/s over the last minute.
@@ -566,11 +731,11 @@ pub fn sample_rates(last_second: &mut i64) {
 // ---------------------------------------------------------------------------------------------
 
 #[pg_extern(volatile, parallel_safe)]
-/// One row per segment tag cached in shared memory.
+/// One row per segment tag of this database cached in shared memory.
 fn segment_status() -> TableIterator<
     'static,
     (
-        name!(tag, String),
+        name!(tag, TextOut),
         name!(current_start, Option<i64>),
         name!(current_end, Option<i64>),
         name!(next_value, Option<i64>),
@@ -583,11 +748,12 @@ fn segment_status() -> TableIterator<
     ),
 > {
     shmem::shared();
+    let database = unsafe { pg_sys::MyDatabaseId }.to_u32();
     let now = clock::wall_unix_micros() / 1_000_000;
     let mut rows = Vec::new();
     let _lock = SlotLock::shared();
     for slot in shmem::slots() {
-        if slot.state.load(Ordering::Acquire) != ACTIVE {
+        if !matches!(slot.state.load(Ordering::Acquire), ACTIVE | EXHAUSTED) || slot.database.load(Ordering::Acquire) != database {
             continue;
         }
         let cursor = slot.cursor.load(Ordering::Acquire);
@@ -606,7 +772,7 @@ fn segment_status() -> TableIterator<
             .min_by_key(|&(second, _)| second);
         let rate = oldest.map_or(0.0, |(second, then)| (issued.saturating_sub(then)) as f64 / (now - second) as f64);
         rows.push((
-            String::from_utf8_lossy(&slot.tag()).into_owned(),
+            TextOut(slot.tag()),
             current.map(|(start, _)| start),
             end(current),
             next_value,

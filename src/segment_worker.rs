@@ -1,13 +1,19 @@
 //! The background worker "pg_idgen worker": allocates segment ranges in its own committed
 //! transactions and publishes them to shared memory.
 //!
-//! It connects to `pg_idgen.database`. Each range is one
-//! `UPDATE segment_tag SET max_id = max_id + step … RETURNING`, committed before the range is
-//! published, so no number of it can be handed out and then rolled back. An allocation that
-//! fails (a lock timeout) is rolled back and retried. After a fatal error (the database going
-//! away) or `pg_terminate_backend`, it exits with code 1 and the postmaster starts it again a
-//! second later.
+//! It connects to `pg_idgen.database`. Each range is one `UPDATE segment_tag … RETURNING` on a
+//! row locked with NOWAIT, committed and flushed to disk before the range is published — whatever
+//! `synchronous_commit` the configuration, the database or the role sets — so no number of it can
+//! be handed out and then lost in a crash or rolled back. A failed allocation (a locked row or
+//! table) is rolled back and that tag is retried after a growing pause, while the other tags are
+//! served. After a fatal error or `pg_terminate_backend` it exits with code 1 and the postmaster
+//! starts it again a second later.
+//!
+//! The session's settings that could change what its SQL means or whether it commits durably are
+//! pinned at start, above anything `ALTER DATABASE` or `ALTER ROLE` set: the database owner must
+//! not be able to plant code this superuser session runs, or make it commit asynchronously.
 
+use std::ffi::CStr;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
@@ -15,12 +21,28 @@ use pgrx::bgworkers::{BackgroundWorker, BackgroundWorkerBuilder, SignalWakeFlags
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 
-use crate::{segment, settings, shmem};
+use crate::segment::{self, Need, Outcome};
+use crate::segment_table;
+use crate::{settings, shmem};
 
 /// How long the worker sleeps when nobody asks for anything; it samples rates this often too.
 const IDLE_WAKEUP: Duration = Duration::from_millis(250);
-/// The worker's lock_timeout: a locked tag table makes it give up and retry, not hang.
-const LOCK_TIMEOUT: &str = "1s";
+
+/// The worker session's settings, fixed for its life.
+const PINNED_SETTINGS: [(&CStr, &CStr); 8] = [
+    (c"search_path", c"pg_catalog, pg_temp"),
+    // Why local and not on: "on" would also wait for synchronous standbys, and a standby that is
+    // down would hold the worker (and its shutdown) without end. The flush below is what counts.
+    (c"synchronous_commit", c"local"),
+    (c"default_transaction_isolation", c"read committed"),
+    (c"default_transaction_read_only", c"off"),
+    (c"statement_timeout", c"0"),
+    (c"idle_in_transaction_session_timeout", c"0"),
+    // A locked tag table makes an allocation give up quickly and be retried; a locked row fails
+    // at once (NOWAIT), so one busy tag never holds up the others.
+    (c"lock_timeout", c"200ms"),
+    (c"session_replication_role", c"origin"),
+];
 
 /// Registers the worker. Called from `_PG_init` while preloading.
 pub fn register() {
@@ -44,25 +66,32 @@ pub extern "C-unwind" fn pg_idgen_worker_main(_arg: pg_sys::Datum) {
     BackgroundWorker::attach_signal_handlers(SignalWakeFlags::SIGHUP | SignalWakeFlags::SIGTERM);
     let database = settings::config().segments.database.clone();
     BackgroundWorker::connect_worker_to_spi(Some(&database), None);
+    for (name, value) in PINNED_SETTINGS {
+        // SAFETY: setting a GUC of this session; PGC_S_OVERRIDE outranks database and role settings.
+        unsafe { pg_sys::SetConfigOption(name.as_ptr(), value.as_ptr(), pg_sys::GucContext::PGC_SUSET, pg_sys::GucSource::PGC_S_OVERRIDE) };
+    }
     let state = shmem::shared();
+    let database_oid = unsafe { pg_sys::MyDatabaseId };
+    // SAFETY: MyProc is this process's, valid until exit; the callback clears the pointer first.
     unsafe {
         state.worker_latch.store(&raw mut (*pg_sys::MyProc).procLatch, Ordering::Release);
         pg_sys::before_shmem_exit(Some(clear_worker_latch), pg_sys::Datum::from(0));
     }
     log!("pg_idgen worker started; it allocates segment ranges in database \"{database}\"");
-    let mut table: Option<String> = None;
     let mut sampled_second = 0;
     loop {
-        let needs = segment::needs();
-        for need in &needs {
-            let table = table.get_or_insert_with(|| BackgroundWorker::transaction(segment::tag_table));
-            match allocate(table, need) {
-                Allocation::Range(start, len) => segment::publish(need, Some((start, len))),
-                Allocation::NoTag => segment::publish(need, None),
-                Allocation::Failed => {}
+        for need in segment::needs(database_oid) {
+            let outcome = allocate(&need);
+            if segment::publish(&need, &outcome) {
+                if let Outcome::Failed(message) = &outcome {
+                    warning!(
+                        "pg_idgen worker: could not allocate a range for segment tag \"{}\": {message} ({} attempts failed in a row; retrying)",
+                        segment_table::display(&need.tag),
+                        segment::failures(need.index)
+                    );
+                }
             }
-        }
-        if !needs.is_empty() {
+            // Why after each tag: a waiting call need not wait for the other tags' allocations.
             unsafe { pg_sys::ConditionVariableBroadcast(state.segment_loaded()) };
         }
         segment::sample_rates(&mut sampled_second);
@@ -75,20 +104,10 @@ pub extern "C-unwind" fn pg_idgen_worker_main(_arg: pg_sys::Datum) {
     unsafe { pg_sys::proc_exit(1) };
 }
 
-/// What one allocation attempt found.
-pub enum Allocation {
-    Range(i64, u64),
-    /// The tag's row is gone.
-    NoTag,
-    /// The transaction failed (lock timeout, …); try again on the next round.
-    Failed,
-}
-
-/// Allocates the next range of a tag in a committed transaction. An error (a lock timeout, most
-/// often) is logged and the transaction rolled back: the worker keeps serving other tags and
-/// retries, rather than exiting and leaving every caller without a worker.
-fn allocate(table: &str, need: &segment::Need) -> Allocation {
-    PgTryBuilder::new(|| allocate_in_transaction(table, need))
+/// Allocates the next range of a tag in a committed, flushed transaction. An error (a lock, most
+/// often) is caught and the transaction rolled back: the worker keeps serving other tags.
+fn allocate(need: &Need) -> Outcome {
+    PgTryBuilder::new(|| allocate_in_transaction(need))
         .catch_others(|error| {
             unsafe { pg_sys::AbortCurrentTransaction() };
             let message = match &error {
@@ -96,24 +115,43 @@ fn allocate(table: &str, need: &segment::Need) -> Allocation {
                 | pg_sys::panic::CaughtError::ErrorReport(report)
                 | pg_sys::panic::CaughtError::RustPanic { ereport: report, .. } => report.message().to_string(),
             };
-            warning!("pg_idgen worker: could not allocate a range for segment tag \"{}\": {message}", need.tag);
-            Allocation::Failed
+            Outcome::Failed(message)
         })
         .execute()
 }
 
-fn allocate_in_transaction(table: &str, need: &segment::Need) -> Allocation {
-    let query = format!(
-        "UPDATE {table} SET max_id = max_id + greatest($2, step), updated_at = now()
-          WHERE tag = $1 RETURNING max_id, greatest($2, step)::bigint"
-    );
-    let (tag, step) = (need.tag.as_str(), need.step as i64);
-    BackgroundWorker::transaction(|| {
-        Spi::run(&format!("SET LOCAL lock_timeout = '{LOCK_TIMEOUT}'")).unwrap();
-        let row = Spi::get_two_with_args::<i64, i64>(&query, &[tag.into(), step.into()]);
+fn allocate_in_transaction(need: &Need) -> Outcome {
+    let outcome = BackgroundWorker::transaction(|| {
+        let Some(table) = segment_table::tag_table_oid().and_then(segment_table::qualified_name) else {
+            return Outcome::NoTag; // the extension is gone from this database
+        };
+        // Every object qualified; the range is clamped at bigint's end, where it ends empty.
+        let query = format!(
+            "UPDATE {table} AS t
+                SET max_id = t.max_id OPERATOR(pg_catalog.+) r.len, updated_at = pg_catalog.now()
+               FROM (SELECT s.tag,
+                            LEAST(GREATEST($2, s.step::pg_catalog.int8),
+                                  9223372036854775807::pg_catalog.int8 OPERATOR(pg_catalog.-) s.max_id) AS len
+                       FROM {table} AS s
+                      WHERE s.tag OPERATOR(pg_catalog.=) $1
+                        FOR UPDATE NOWAIT) AS r
+              WHERE t.tag OPERATOR(pg_catalog.=) r.tag
+          RETURNING t.max_id, r.len"
+        );
+        let row = segment_table::as_allocation(|| {
+            Spi::get_two_with_args::<i64, i64>(&query, &[segment_table::text_arg(&need.tag), (need.step as i64).into()])
+        });
         match row {
-            Ok((Some(max_id), Some(len))) => Allocation::Range(max_id - len + 1, len as u64),
-            _ => Allocation::NoTag,
+            Ok((Some(_), Some(0))) => Outcome::Exhausted,
+            Ok((Some(max_id), Some(len))) => Outcome::Range(max_id - len + 1, len as u64),
+            _ => Outcome::NoTag,
         }
-    })
+    });
+    if let Outcome::Range(..) = outcome {
+        // The commit record must be on disk before any number of the range is handed out, even
+        // if synchronous_commit was off for this transaction.
+        // SAFETY: XactLastCommitEnd is this process's last commit record, just written.
+        unsafe { pg_sys::XLogFlush(pg_sys::XactLastCommitEnd) };
+    }
+    outcome
 }

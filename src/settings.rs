@@ -1,11 +1,17 @@
-//! `pg_idgen.*` settings: declared in `_PG_init`, read and validated once at postmaster start.
+//! `pg_idgen.*` settings: declared in `_PG_init`, validated whenever a value is set (check hooks,
+//! so `ALTER SYSTEM` refuses what the next start would refuse), and read once at postmaster start.
 //!
 //! Every setting is postmaster-level: ids made under one layout must decode under the same one,
 //! so nothing here may change while the server runs. When the library is preloaded, an invalid
-//! value stops the server with a FATAL message that names the setting. When it is not preloaded
-//! (only decoders can run then), the same checks raise an ERROR on first use instead.
+//! value stops the server with a FATAL message that names the setting, and so does a misspelt
+//! `pg_idgen.*` name. When it is not preloaded (only decoders can run then), the same checks raise
+//! an ERROR on first use instead.
+//!
+//! Each value is checked on its own by its check hook (at start, `SET`, `ALTER SYSTEM`); what
+//! depends on several settings (the bits adding up to 63, the node id fitting the node bits) can
+//! only be checked at start.
 
-use std::ffi::{CStr, CString};
+use std::ffi::{c_char, c_void, CStr, CString};
 use std::sync::OnceLock;
 
 use pgrx::datum::TimestampWithTimeZone;
@@ -18,12 +24,13 @@ use crate::layout::{Layout, LayoutError, Preset};
 
 /// "-1" for the bit and unit settings: take the value from `pg_idgen.layout`.
 const FROM_PRESET: i32 = -1;
-/// "-1" for `pg_idgen.node_id`: no node id configured; generators refuse to run.
-const NODE_ID_UNSET: i32 = -1;
+const DEFAULT_EPOCH: &str = "2025-01-01 00:00:00+00";
 
-static NODE_ID: GucSetting<i32> = GucSetting::<i32>::new(NODE_ID_UNSET);
 static EPOCH: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(Some(c"2025-01-01 00:00:00+00"));
+static NODE_ID: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(Some(c""));
 static LAYOUT: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(Some(c"twitter"));
+static CLOCK_STEP_POLICY: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(Some(c"keep_generating"));
+static DATABASE: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(Some(c"postgres"));
 static TIME_BITS: GucSetting<i32> = GucSetting::<i32>::new(FROM_PRESET);
 static NODE_BITS: GucSetting<i32> = GucSetting::<i32>::new(FROM_PRESET);
 static SEQUENCE_BITS: GucSetting<i32> = GucSetting::<i32>::new(FROM_PRESET);
@@ -31,107 +38,197 @@ static TIME_UNIT: GucSetting<i32> = GucSetting::<i32>::new(FROM_PRESET);
 static MAX_CLOCK_BORROW: GucSetting<i32> = GucSetting::<i32>::new(1000);
 static MAX_CLOCK_WAIT: GucSetting<i32> = GucSetting::<i32>::new(1000);
 static CLOCK_RESERVE: GucSetting<i32> = GucSetting::<i32>::new(5000);
-static CLOCK_STEP_POLICY: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(Some(c"keep_generating"));
+static CLOCK_FORWARD_DELAY: GucSetting<i32> = GucSetting::<i32>::new(60_000);
 static MAX_TAGS: GucSetting<i32> = GucSetting::<i32>::new(1024);
-static DATABASE: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(Some(c"postgres"));
 static SEGMENT_WAIT_TIMEOUT: GucSetting<i32> = GucSetting::<i32>::new(5000);
 static SEGMENT_PREFETCH_PERCENT: GucSetting<i32> = GucSetting::<i32>::new(10);
 static SEGMENT_MAX_STEP: GucSetting<i32> = GucSetting::<i32>::new(1_000_000);
 static SEGMENT_FAST_RANGE: GucSetting<i32> = GucSetting::<i32>::new(15 * 60 * 1000);
 static SEGMENT_SLOW_RANGE: GucSetting<i32> = GucSetting::<i32>::new(30 * 60 * 1000);
 
-/// The integer settings, with the raw text that postgresql.conf gave them (see `declare`).
+/// An integer setting: its range, and values inside the range that are still invalid.
 struct IntSetting {
     name: &'static CStr,
     setting: &'static GucSetting<i32>,
     short: &'static CStr,
     flags: GucFlags,
+    min: i32,
+    max: i32,
+    /// Values between `min` and `max` that are not allowed (a gap after the -1 "from preset").
+    gap: Option<(i32, i32)>,
 }
+
+const MAX_UNIT_MS: i32 = 86_400_000;
 
 const INT_SETTINGS: [IntSetting; 14] = [
     IntSetting {
-        name: c"pg_idgen.node_id",
-        setting: &NODE_ID,
-        short: c"Node id written into every snowflake id (0 .. 2^node_bits - 1; -1 = unset).",
-        flags: GucFlags::empty(),
-    },
-    IntSetting {
         name: c"pg_idgen.time_bits",
         setting: &TIME_BITS,
-        short: c"Bits of time in a snowflake id (-1 = from pg_idgen.layout).",
+        short: c"Bits of time in a snowflake id, 16 to 62 (-1 = from pg_idgen.layout).",
         flags: GucFlags::empty(),
+        min: FROM_PRESET,
+        max: 62,
+        gap: Some((0, 15)),
     },
     IntSetting {
         name: c"pg_idgen.node_bits",
         setting: &NODE_BITS,
-        short: c"Bits of node id in a snowflake id (-1 = from pg_idgen.layout).",
+        short: c"Bits of node id in a snowflake id, 0 to 31 (-1 = from pg_idgen.layout).",
         flags: GucFlags::empty(),
+        min: FROM_PRESET,
+        max: 31,
+        gap: None,
     },
     IntSetting {
         name: c"pg_idgen.sequence_bits",
         setting: &SEQUENCE_BITS,
-        short: c"Bits of per-tick sequence in a snowflake id (-1 = from pg_idgen.layout).",
+        short: c"Bits of per-tick sequence in a snowflake id, 1 to 31 (-1 = from pg_idgen.layout).",
         flags: GucFlags::empty(),
+        min: FROM_PRESET,
+        max: 31,
+        gap: Some((0, 0)),
     },
     IntSetting {
         name: c"pg_idgen.time_unit",
         setting: &TIME_UNIT,
-        short: c"Length of one snowflake time tick (-1 = from pg_idgen.layout).",
+        short: c"Length of one snowflake time tick, 1 ms to 1 day (-1 = from pg_idgen.layout).",
         flags: GucFlags::UNIT_MS,
+        min: FROM_PRESET,
+        max: MAX_UNIT_MS,
+        gap: Some((0, 0)),
     },
     IntSetting {
         name: c"pg_idgen.max_clock_borrow",
         setting: &MAX_CLOCK_BORROW,
-        short: c"How far snowflake ids may run ahead of the wall clock before calls wait.",
+        short: c"How far snowflake, ObjectId and UUIDv7 ids may run ahead of their clock before calls wait.",
         flags: GucFlags::UNIT_MS,
+        min: 0,
+        max: i32::MAX,
+        gap: None,
     },
     IntSetting {
         name: c"pg_idgen.max_clock_wait",
         setting: &MAX_CLOCK_WAIT,
         short: c"How long a generator call may wait for the clock or a new high-water mark before it raises an error.",
         flags: GucFlags::UNIT_MS,
+        min: 0,
+        max: i32::MAX,
+        gap: None,
     },
     IntSetting {
         name: c"pg_idgen.clock_reserve",
         setting: &CLOCK_RESERVE,
-        short: c"How far ahead of the time in use the clock worker keeps the persisted high-water mark.",
+        // Why at least a second: the clock worker moves the mark when half the reserve is left,
+        // and looks every 100 ms; less would make generator calls wait for it.
+        short: c"How far ahead of the time in use the clock worker keeps the persisted high-water mark, 1 s to 1 h.",
         flags: GucFlags::UNIT_MS,
+        min: 1000,
+        max: 3_600_000,
+        gap: None,
+    },
+    IntSetting {
+        name: c"pg_idgen.clock_forward_delay",
+        setting: &CLOCK_FORWARD_DELAY,
+        short: c"How long the wall clock must stay ahead after a forward step of over 1 s before the generators follow it.",
+        flags: GucFlags::UNIT_MS,
+        min: 0,
+        max: 3_600_000,
+        gap: None,
     },
     IntSetting {
         name: c"pg_idgen.max_tags",
         setting: &MAX_TAGS,
         short: c"Segment tags that can be cached in shared memory at once.",
         flags: GucFlags::empty(),
+        min: 1,
+        max: 1_000_000,
+        gap: None,
     },
     IntSetting {
         name: c"pg_idgen.segment_wait_timeout",
         setting: &SEGMENT_WAIT_TIMEOUT,
-        short: c"How long segment_next() waits for a new range before it raises an error.",
+        short: c"How long segment_next() waits for a new range, or for a locked tag table, before it raises an error.",
         flags: GucFlags::UNIT_MS,
+        min: 1,
+        max: i32::MAX,
+        gap: None,
     },
     IntSetting {
         name: c"pg_idgen.segment_prefetch_percent",
         setting: &SEGMENT_PREFETCH_PERCENT,
         short: c"Share of a segment range used up when the worker is asked to load the next one.",
         flags: GucFlags::empty(),
+        min: 0,
+        max: 99,
+        gap: None,
     },
     IntSetting {
         name: c"pg_idgen.segment_max_step",
         setting: &SEGMENT_MAX_STEP,
         short: c"Largest step the dynamic step may grow a segment range to.",
         flags: GucFlags::empty(),
+        min: 1,
+        max: i32::MAX,
+        gap: None,
     },
     IntSetting {
         name: c"pg_idgen.segment_fast_range",
         setting: &SEGMENT_FAST_RANGE,
         short: c"A segment range used up faster than this doubles the next step.",
         flags: GucFlags::UNIT_MS,
+        min: 0,
+        max: i32::MAX,
+        gap: None,
     },
     IntSetting {
         name: c"pg_idgen.segment_slow_range",
         setting: &SEGMENT_SLOW_RANGE,
         short: c"A segment range that lasted longer than this halves the next step.",
         flags: GucFlags::UNIT_MS,
+        min: 0,
+        max: i32::MAX,
+        gap: None,
+    },
+];
+
+/// A string setting and the check its values must pass (the text of an error is its DETAIL).
+struct StringSetting {
+    name: &'static CStr,
+    setting: &'static GucSetting<Option<CString>>,
+    short: &'static CStr,
+    check: fn(&str) -> Result<(), String>,
+}
+
+const STRING_SETTINGS: [StringSetting; 5] = [
+    StringSetting {
+        name: c"pg_idgen.node_id",
+        setting: &NODE_ID,
+        short: c"Node id written into every snowflake id: 0 .. 2^node_bits - 1, unique per server (empty = unset).",
+        check: |text| parse_node_id(text).map(|_| ()),
+    },
+    StringSetting {
+        name: c"pg_idgen.epoch",
+        setting: &EPOCH,
+        short: c"Time zero of snowflake ids: a fixed instant, not in the future (UTC unless an offset is given).",
+        check: |text| parse_epoch(text).map(|_| ()),
+    },
+    StringSetting {
+        name: c"pg_idgen.layout",
+        setting: &LAYOUT,
+        short: c"Snowflake layout preset: twitter (41/10/12, 1 ms), sonyflake (39/16/8, 10 ms), uidgen (28/22/13, 1 s).",
+        check: |text| Preset::from_name(text).map(|_| ()).ok_or_else(|| "Known layouts are twitter, sonyflake and uidgen.".into()),
+    },
+    StringSetting {
+        name: c"pg_idgen.clock_step_policy",
+        setting: &CLOCK_STEP_POLICY,
+        short: c"When the wall clock steps back: keep_generating (from the monotonic clock) or refuse (raise an error).",
+        check: |text| StepPolicy::from_name(text).map(|_| ()).ok_or_else(|| "It must be keep_generating or refuse.".into()),
+    },
+    StringSetting {
+        name: c"pg_idgen.database",
+        setting: &DATABASE,
+        short: c"Database the pg_idgen worker connects to; segment tags live in it.",
+        check: check_database_name,
     },
 ];
 
@@ -143,6 +240,7 @@ pub struct Config {
     pub max_clock_borrow_ms: u64,
     pub max_clock_wait_ms: u64,
     pub clock_reserve_ms: u64,
+    pub clock_forward_delay_ms: u64,
     pub clock_step_policy: StepPolicy,
     pub segments: SegmentConfig,
 }
@@ -158,7 +256,7 @@ pub enum StepPolicy {
 
 impl StepPolicy {
     fn from_name(name: &str) -> Option<StepPolicy> {
-        match name.to_ascii_lowercase().as_str() {
+        match name.trim().to_ascii_lowercase().as_str() {
             "keep_generating" => Some(StepPolicy::KeepGenerating),
             "refuse" => Some(StepPolicy::Refuse),
             _ => None,
@@ -190,62 +288,35 @@ static CONFIG: OnceLock<Config> = OnceLock::new();
 /// Declares the settings. Called from `_PG_init`, preloaded or not.
 pub fn declare(preloading: bool) {
     // Why read the raw text first: for a custom setting that postgresql.conf set before the
-    // library loaded, PostgreSQL only WARNs about a value it cannot parse and keeps the default.
-    // A mistyped node id must stop the server instead, so the raw text is checked below.
-    let raw_values: Vec<Option<String>> = INT_SETTINGS.iter().map(|s| raw_setting(s.name)).collect();
+    // library loaded, PostgreSQL only WARNs about a value its check refuses and keeps the
+    // default. A mistyped node id must stop the server instead, so the raw text is checked below.
+    let raw_ints: Vec<Option<String>> = INT_SETTINGS.iter().map(|s| raw_setting(s.name)).collect();
+    let raw_strings: Vec<Option<String>> = STRING_SETTINGS.iter().map(|s| raw_setting(s.name)).collect();
 
     // Why not always Postmaster: PostgreSQL refuses (FATAL) to create postmaster-level settings
     // after start, which is when a library that is not preloaded gets loaded. Then only the
     // decoders can run, and they read the settings once per session.
     let context = || if preloading { GucContext::Postmaster } else { GucContext::Sighup };
-    for s in &INT_SETTINGS {
-        // Why the full i32 range: range checks happen in `load`, where they can be fatal.
-        GucRegistry::define_int_guc(s.name, s.short, c"", s.setting, i32::MIN, i32::MAX, context(), s.flags);
-    }
-    GucRegistry::define_string_guc(
-        c"pg_idgen.epoch",
-        c"Time zero of snowflake ids (a timestamptz, not in the future).",
-        c"",
-        &EPOCH,
-        context(),
-        GucFlags::default(),
-    );
-    GucRegistry::define_string_guc(
-        c"pg_idgen.database",
-        c"Database the pg_idgen worker connects to; segment tags live in it.",
-        c"",
-        &DATABASE,
-        context(),
-        GucFlags::empty(),
-    );
-    GucRegistry::define_string_guc(
-        c"pg_idgen.clock_step_policy",
-        c"When the wall clock steps back: keep_generating (from the monotonic clock) or refuse (raise an error).",
-        c"",
-        &CLOCK_STEP_POLICY,
-        context(),
-        GucFlags::empty(),
-    );
-    GucRegistry::define_string_guc(
-        c"pg_idgen.layout",
-        c"Snowflake layout preset: twitter (41/10/12, 1 ms), sonyflake (39/16/8, 10 ms), uidgen (28/22/13, 1 s).",
-        c"",
-        &LAYOUT,
-        context(),
-        GucFlags::default(),
-    );
-    unsafe { pg_sys::MarkGUCPrefixReserved(c"pg_idgen".as_ptr()) };
+    define_int_settings(context);
+    define_string_settings(context);
 
     if preloading {
-        for (s, raw) in INT_SETTINGS.iter().zip(&raw_values) {
-            if let Some(raw) = raw {
-                require_integer(s.name, raw, s.flags);
+        refuse_unknown_names();
+        for (s, raw) in INT_SETTINGS.iter().zip(&raw_ints) {
+            if let Some(Err(detail)) = raw.as_deref().map(|raw| check_int_text(s, raw)) {
+                invalid(PgLogLevel::FATAL, s.name, raw.as_deref().unwrap_or_default(), &detail);
+            }
+        }
+        for (s, raw) in STRING_SETTINGS.iter().zip(&raw_strings) {
+            if let Some(Err(detail)) = raw.as_deref().map(s.check) {
+                invalid(PgLogLevel::FATAL, s.name, raw.as_deref().unwrap_or_default(), &detail);
             }
         }
         let config = load(PgLogLevel::FATAL);
         log_start_line(&config);
         let _ = CONFIG.set(config);
     }
+    unsafe { pg_sys::MarkGUCPrefixReserved(c"pg_idgen".as_ptr()) };
 }
 
 /// The server's configuration. In a backend of a preloaded server this was fixed at start;
@@ -254,7 +325,124 @@ pub fn config() -> &'static Config {
     CONFIG.get_or_init(|| load(PgLogLevel::ERROR))
 }
 
+fn define_int_settings(context: impl Fn() -> GucContext) {
+    /// One check hook per integer setting: a C function pointer cannot carry which one it is.
+    unsafe extern "C-unwind" fn check_int<const I: usize>(
+        newval: *mut i32,
+        _extra: *mut *mut c_void,
+        _source: pg_sys::GucSource::Type,
+    ) -> bool {
+        // SAFETY: PostgreSQL passes a valid pointer to the new value; the guard turns a panic
+        // into an ERROR instead of unwinding into C.
+        unsafe { pg_sys::panic::pgrx_extern_c_guard(|| report_check(check_int_value(&INT_SETTINGS[I], *newval))) }
+    }
+    macro_rules! hooks {
+        ($($i:literal)*) => { [$(Some(check_int::<$i> as unsafe extern "C-unwind" fn(*mut i32, *mut *mut c_void, pg_sys::GucSource::Type) -> bool)),*] };
+    }
+    let hooks = hooks!(0 1 2 3 4 5 6 7 8 9 10 11 12 13);
+    for (s, hook) in INT_SETTINGS.iter().zip(hooks) {
+        // SAFETY: the settings are statics, and the hooks never unwind into PostgreSQL.
+        unsafe {
+            GucRegistry::define_int_guc_with_hooks(
+                s.name, s.short, c"", s.setting, s.min, s.max, context(), s.flags, hook, None, None,
+            )
+        };
+    }
+}
+
+fn define_string_settings(context: impl Fn() -> GucContext) {
+    unsafe extern "C-unwind" fn check_string<const I: usize>(
+        newval: *mut *mut c_char,
+        _extra: *mut *mut c_void,
+        _source: pg_sys::GucSource::Type,
+    ) -> bool {
+        // SAFETY: PostgreSQL passes a pointer to the new value, a C string or NULL.
+        unsafe {
+            pg_sys::panic::pgrx_extern_c_guard(|| {
+                let text = if (*newval).is_null() { String::new() } else { CStr::from_ptr(*newval).to_string_lossy().into_owned() };
+                report_check((STRING_SETTINGS[I].check)(&text))
+            })
+        }
+    }
+    macro_rules! hooks {
+        ($($i:literal)*) => { [$(Some(check_string::<$i> as unsafe extern "C-unwind" fn(*mut *mut c_char, *mut *mut c_void, pg_sys::GucSource::Type) -> bool)),*] };
+    }
+    let hooks = hooks!(0 1 2 3 4);
+    for (s, hook) in STRING_SETTINGS.iter().zip(hooks) {
+        // SAFETY: as above.
+        unsafe { GucRegistry::define_string_guc_with_hooks(s.name, s.short, c"", s.setting, context(), GucFlags::empty(), hook, None, None) };
+    }
+}
+
+/// Tells PostgreSQL the result of a check hook: on failure, the reason becomes the error's DETAIL.
+fn report_check(result: Result<(), String>) -> bool {
+    match result {
+        Ok(()) => true,
+        Err(detail) => {
+            let detail = CString::new(detail).unwrap_or_default();
+            // SAFETY: PostgreSQL reads (and frees with its memory context) the palloc'd string.
+            unsafe {
+                pg_sys::GUC_check_errcode(PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE as i32);
+                pg_sys::GUC_check_errdetail_string = pg_sys::pstrdup(detail.as_ptr());
+            }
+            false
+        }
+    }
+}
+
+fn check_int_value(s: &IntSetting, value: i32) -> Result<(), String> {
+    let in_gap = s.gap.is_some_and(|(low, high)| (low..=high).contains(&value));
+    if value < s.min || value > s.max || in_gap {
+        let allowed = match s.gap {
+            Some((_, high)) => format!("-1 (from pg_idgen.layout) or {} to {}", high + 1, s.max),
+            None => format!("{} to {}", s.min, s.max),
+        };
+        return Err(format!("It must be {allowed}."));
+    }
+    Ok(())
+}
+
+/// The raw text of an integer setting, parsed as PostgreSQL parses it (units included).
+fn check_int_text(s: &IntSetting, raw: &str) -> Result<(), String> {
+    let text = CString::new(raw).map_err(|_| "It must be an integer.".to_string())?;
+    let mut parsed = 0i32;
+    // SAFETY: parse_int reads the C string and writes the result; no hint is asked for.
+    let ok = unsafe { pg_sys::parse_int(text.as_ptr(), &mut parsed, s.flags.bits(), std::ptr::null_mut()) };
+    if !ok {
+        return Err(if s.flags.is_empty() { "It must be an integer.".into() } else { "It must be a duration in ms, s, min or h.".into() });
+    }
+    check_int_value(s, parsed)
+}
+
+/// Names under `pg_idgen.` that no setting has: a misspelt setting would otherwise be ignored
+/// with a WARNING, and the server would run with the default.
+fn refuse_unknown_names() {
+    // SAFETY: the GUC table is an array of GetNumConfigOptions() valid entries, read in the
+    // postmaster while nothing changes it.
+    let unknown = unsafe {
+        let variables = pg_sys::get_guc_variables();
+        (0..pg_sys::GetNumConfigOptions() as usize)
+            .map(|i| &**variables.add(i))
+            .filter(|v| v.flags & pg_sys::GUC_CUSTOM_PLACEHOLDER as i32 != 0)
+            .map(|v| CStr::from_ptr(v.name).to_string_lossy().into_owned())
+            .find(|name| name.to_ascii_lowercase().starts_with("pg_idgen."))
+    };
+    if let Some(name) = unknown {
+        let known: Vec<String> = INT_SETTINGS
+            .iter()
+            .map(|s| s.name)
+            .chain(STRING_SETTINGS.iter().map(|s| s.name))
+            .map(|n| n.to_string_lossy().into_owned())
+            .collect();
+        ErrorReport::new(PgSqlErrorCode::ERRCODE_UNDEFINED_OBJECT, format!("unrecognized configuration parameter \"{name}\""), "pg_idgen::settings")
+            .set_detail(format!("pg_idgen's settings are {}.", known.join(", ")))
+            .set_hint("Correct the name in postgresql.conf (or postgresql.auto.conf) and start the server again.")
+            .report(PgLogLevel::FATAL);
+    }
+}
+
 fn raw_setting(name: &CStr) -> Option<String> {
+    // SAFETY: GetConfigOption returns NULL or a C string owned by the GUC machinery.
     let value = unsafe { pg_sys::GetConfigOption(name.as_ptr(), true, false) };
     if value.is_null() {
         None
@@ -263,17 +451,13 @@ fn raw_setting(name: &CStr) -> Option<String> {
     }
 }
 
-fn require_integer(name: &CStr, raw: &str, flags: GucFlags) {
-    let text = CString::new(raw).unwrap_or_default();
-    let mut parsed = 0i32;
-    let ok = unsafe { pg_sys::parse_int(text.as_ptr(), &mut parsed, flags.bits(), std::ptr::null_mut()) };
-    if !ok {
-        invalid(PgLogLevel::FATAL, name, raw, "It must be an integer.");
-    }
-}
-
 /// Reports an invalid setting at `level` (FATAL at server start, ERROR later).
 fn invalid(level: PgLogLevel, name: &CStr, value: &str, detail: &str) -> ! {
+    let hint = format!("Correct {} in postgresql.conf and start the server again.", name.to_string_lossy());
+    invalid_with_hint(level, name, value, detail, &hint)
+}
+
+fn invalid_with_hint(level: PgLogLevel, name: &CStr, value: &str, detail: &str, hint: &str) -> ! {
     let name = name.to_string_lossy();
     ErrorReport::new(
         PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
@@ -281,9 +465,70 @@ fn invalid(level: PgLogLevel, name: &CStr, value: &str, detail: &str) -> ! {
         "pg_idgen::settings",
     )
     .set_detail(detail)
-    .set_hint(format!("Correct {name} in postgresql.conf and start the server again."))
+    .set_hint(hint)
     .report(level);
     unreachable!("an ERROR or FATAL report does not return")
+}
+
+/// A node id: empty (or -1) for unset, else a plain non-negative integer — never rounded, so
+/// "1.5" is an error rather than node 2.
+fn parse_node_id(text: &str) -> Result<Option<u32>, String> {
+    let text = text.trim();
+    if text.is_empty() || text == "-1" {
+        return Ok(None);
+    }
+    if !text.bytes().all(|b| b.is_ascii_digit()) {
+        return Err("It must be a whole number from 0 to 2^node_bits - 1, or empty (unset).".into());
+    }
+    text.parse::<u32>().ok().filter(|&n| n <= i32::MAX as u32).map(Some).ok_or_else(|| "It is too large.".into())
+}
+
+/// The epoch as an absolute instant (Unix µs). Without a UTC offset it is read as UTC, whatever
+/// the server's `timezone`: time zero must not move when that setting changes. Words that name a
+/// moment relative to now ("now", "today", …) are refused: the postmaster has no "now" that
+/// would mean anything to the next start.
+fn parse_epoch(text: &str) -> Result<i64, String> {
+    let lower = text.to_ascii_lowercase();
+    if ["now", "today", "tomorrow", "yesterday"].iter().any(|word| lower.contains(word)) {
+        return Err("It must be a fixed instant, such as '2025-01-01 00:00:00+00', not one relative to the time of reading.".into());
+    }
+    let parsed = with_utc_session_timezone(|| {
+        PgTryBuilder::new(|| text.parse::<TimestampWithTimeZone>().ok()).catch_others(|_| None).execute()
+    });
+    let unix_us = match parsed {
+        Some(ts) if ts.is_finite() => crate::clock::pg_to_unix_micros(ts.into_inner()),
+        _ => return Err("It must be a finite timestamp with time zone.".into()),
+    };
+    if unix_us > crate::clock::wall_unix_micros() {
+        return Err(LayoutError::EpochInFuture.to_string());
+    }
+    Ok(unix_us)
+}
+
+/// Runs `f` with the session's time zone set to UTC, then restores it.
+fn with_utc_session_timezone<T>(f: impl FnOnce() -> T) -> T {
+    // SAFETY: pg_tzset returns a cached zone that lives for the process; the previous zone is put
+    // back before returning (f catches its own errors).
+    unsafe {
+        let previous = pg_sys::session_timezone;
+        let utc = pg_sys::pg_tzset(c"UTC".as_ptr());
+        if !utc.is_null() {
+            pg_sys::session_timezone = utc;
+        }
+        let result = f();
+        pg_sys::session_timezone = previous;
+        result
+    }
+}
+
+fn check_database_name(text: &str) -> Result<(), String> {
+    if text.is_empty() {
+        Err("It must name a database.".into())
+    } else if text.len() >= pg_sys::NAMEDATALEN as usize {
+        Err(format!("A database name is at most {} bytes.", pg_sys::NAMEDATALEN - 1))
+    } else {
+        Ok(())
+    }
 }
 
 fn load(level: PgLogLevel) -> Config {
@@ -291,63 +536,64 @@ fn load(level: PgLogLevel) -> Config {
     let Some(preset) = Preset::from_name(&preset_text) else {
         invalid(level, c"pg_idgen.layout", &preset_text, "Known layouts are twitter, sonyflake and uidgen.")
     };
-    let pick = |setting: &GucSetting<i32>, from_preset: u32| match setting.get() {
-        FROM_PRESET => Ok(from_preset),
-        v => u32::try_from(v).map_err(|_| v),
-    };
     let base = preset.layout();
-    let bits = [
-        (c"pg_idgen.time_bits", pick(&TIME_BITS, base.time_bits)),
-        (c"pg_idgen.node_bits", pick(&NODE_BITS, base.node_bits)),
-        (c"pg_idgen.sequence_bits", pick(&SEQUENCE_BITS, base.sequence_bits)),
-        (c"pg_idgen.time_unit", pick(&TIME_UNIT, base.unit_ms as u32)),
-    ];
-    let mut values = [0u32; 4];
-    for (i, (name, value)) in bits.iter().enumerate() {
-        match value {
-            Ok(v) => values[i] = *v,
-            Err(v) => invalid(level, name, &v.to_string(), "It must be -1 (from pg_idgen.layout) or not negative."),
-        }
-    }
-    let epoch_text = string_value(&EPOCH, "2025-01-01 00:00:00+00");
-    let epoch_us = parse_epoch(level, &epoch_text);
-    let layout = match Layout::new(preset, values[0], values[1], values[2], values[3] as u64, epoch_us) {
+    let pick = |setting: &GucSetting<i32>, from_preset: u32| match setting.get() {
+        FROM_PRESET => from_preset,
+        v => v as u32, // the check hook let only -1 and non-negative values through
+    };
+    let time_bits = pick(&TIME_BITS, base.time_bits);
+    let node_bits = pick(&NODE_BITS, base.node_bits);
+    let sequence_bits = pick(&SEQUENCE_BITS, base.sequence_bits);
+    let unit_ms = pick(&TIME_UNIT, base.unit_ms as u32) as u64;
+    let epoch_text = string_value(&EPOCH, DEFAULT_EPOCH);
+    let epoch_us = parse_epoch(&epoch_text).unwrap_or_else(|detail| invalid(level, c"pg_idgen.epoch", &epoch_text, &detail));
+    let layout = match Layout::new(preset, time_bits, node_bits, sequence_bits, unit_ms, epoch_us) {
         Ok(layout) => layout,
         Err(e) => {
             let (name, value) = match e {
-                LayoutError::TimeBits(_) => (c"pg_idgen.time_bits", values[0].to_string()),
-                LayoutError::NodeBits(_) => (c"pg_idgen.node_bits", values[1].to_string()),
-                LayoutError::SequenceBits(_) => (c"pg_idgen.sequence_bits", values[2].to_string()),
-                LayoutError::TimeUnit(_) => (c"pg_idgen.time_unit", values[3].to_string()),
-                LayoutError::Sum(_) => (c"pg_idgen.layout", format!("{}/{}/{}", values[0], values[1], values[2])),
-                LayoutError::EpochInFuture | LayoutError::TimeBitsExhausted => (c"pg_idgen.epoch", epoch_text.clone()),
+                LayoutError::TimeBits(_) => (c"pg_idgen.time_bits", time_bits.to_string()),
+                LayoutError::NodeBits(_) => (c"pg_idgen.node_bits", node_bits.to_string()),
+                LayoutError::SequenceBits(_) => (c"pg_idgen.sequence_bits", sequence_bits.to_string()),
+                LayoutError::TimeUnit(_) => (c"pg_idgen.time_unit", unit_ms.to_string()),
+                LayoutError::Sum(_) => (c"pg_idgen.layout", format!("{time_bits}/{node_bits}/{sequence_bits}")),
+                LayoutError::EpochInFuture => (c"pg_idgen.epoch", epoch_text.clone()),
+                LayoutError::TimeBitsExhausted => invalid_with_hint(
+                    level,
+                    c"pg_idgen.time_bits",
+                    &time_bits.to_string(),
+                    &e.to_string(),
+                    // Why not "a later epoch": on a server that made ids, that makes smaller ones.
+                    "Choose more time bits (pg_idgen.time_bits) or a longer tick (pg_idgen.time_unit). Do not move pg_idgen.epoch later on a server that has made ids: its new ids would be smaller than old ones (pg_idgen refuses to start then).",
+                ),
             };
             invalid(level, name, &value, &e.to_string())
         }
     };
 
-    let node_id = match NODE_ID.get() {
-        NODE_ID_UNSET => None,
-        v if v >= 0 && (v as u64) <= layout.max_node_id() => Some(v as u32),
-        v => invalid(
+    let node_text = string_value(&NODE_ID, "");
+    let node_id = match parse_node_id(&node_text) {
+        Ok(Some(n)) if n as u64 > layout.max_node_id() => invalid(
             level,
             c"pg_idgen.node_id",
-            &v.to_string(),
-            &format!("With {} node bits it must be between 0 and {} (or -1, unset).", layout.node_bits, layout.max_node_id()),
+            &node_text,
+            &format!("With {} node bits it must be between 0 and {} (or empty, unset).", layout.node_bits, layout.max_node_id()),
         ),
+        Ok(node_id) => node_id,
+        Err(detail) => invalid(level, c"pg_idgen.node_id", &node_text, &detail),
     };
-    let within = |name: &CStr, setting: &GucSetting<i32>, range: std::ops::RangeInclusive<i32>| match setting.get() {
-        v if range.contains(&v) => v as u64,
-        v => invalid(level, name, &v.to_string(), &format!("It must be between {} and {}.", range.start(), range.end())),
-    };
+    let database = string_value(&DATABASE, "postgres");
+    if let Err(detail) = check_database_name(&database) {
+        invalid(level, c"pg_idgen.database", &database, &detail);
+    }
+    let int = |setting: &GucSetting<i32>| setting.get().max(0) as u64;
     let segments = SegmentConfig {
-        max_tags: within(c"pg_idgen.max_tags", &MAX_TAGS, 1..=1_000_000) as usize,
-        database: string_value(&DATABASE, "postgres"),
-        wait_timeout_ms: within(c"pg_idgen.segment_wait_timeout", &SEGMENT_WAIT_TIMEOUT, 1..=i32::MAX),
-        prefetch_percent: within(c"pg_idgen.segment_prefetch_percent", &SEGMENT_PREFETCH_PERCENT, 0..=99),
-        max_step: within(c"pg_idgen.segment_max_step", &SEGMENT_MAX_STEP, 1..=i32::MAX),
-        fast_range_ms: within(c"pg_idgen.segment_fast_range", &SEGMENT_FAST_RANGE, 0..=i32::MAX),
-        slow_range_ms: within(c"pg_idgen.segment_slow_range", &SEGMENT_SLOW_RANGE, 0..=i32::MAX),
+        max_tags: int(&MAX_TAGS) as usize,
+        database,
+        wait_timeout_ms: int(&SEGMENT_WAIT_TIMEOUT),
+        prefetch_percent: int(&SEGMENT_PREFETCH_PERCENT),
+        max_step: int(&SEGMENT_MAX_STEP),
+        fast_range_ms: int(&SEGMENT_FAST_RANGE),
+        slow_range_ms: int(&SEGMENT_SLOW_RANGE),
     };
     if segments.slow_range_ms < segments.fast_range_ms {
         invalid(
@@ -364,11 +610,10 @@ fn load(level: PgLogLevel) -> Config {
     Config {
         layout,
         node_id,
-        max_clock_borrow_ms: within(c"pg_idgen.max_clock_borrow", &MAX_CLOCK_BORROW, 0..=i32::MAX),
-        max_clock_wait_ms: within(c"pg_idgen.max_clock_wait", &MAX_CLOCK_WAIT, 0..=i32::MAX),
-        // Why at least a second: the clock worker moves the mark when half the reserve is left,
-        // and looks every 100 ms; less would make generator calls wait for it.
-        clock_reserve_ms: within(c"pg_idgen.clock_reserve", &CLOCK_RESERVE, 1000..=3_600_000),
+        max_clock_borrow_ms: int(&MAX_CLOCK_BORROW),
+        max_clock_wait_ms: int(&MAX_CLOCK_WAIT),
+        clock_reserve_ms: int(&CLOCK_RESERVE),
+        clock_forward_delay_ms: int(&CLOCK_FORWARD_DELAY),
         clock_step_policy,
         segments,
     }
@@ -376,17 +621,6 @@ fn load(level: PgLogLevel) -> Config {
 
 fn string_value(setting: &GucSetting<Option<CString>>, default: &str) -> String {
     setting.get().map(|s| s.to_string_lossy().trim().to_string()).unwrap_or_else(|| default.to_string())
-}
-
-/// Parses the epoch with PostgreSQL's own timestamptz input, so any spelling psql accepts works.
-fn parse_epoch(level: PgLogLevel, text: &str) -> i64 {
-    let parsed = PgTryBuilder::new(|| text.parse::<TimestampWithTimeZone>().ok())
-        .catch_others(|_| None)
-        .execute();
-    match parsed {
-        Some(ts) if ts.is_finite() => crate::clock::pg_to_unix_micros(ts.into_inner()),
-        _ => invalid(level, c"pg_idgen.epoch", text, "It must be a finite timestamp with time zone."),
-    }
 }
 
 fn log_start_line(config: &Config) {

@@ -37,6 +37,9 @@ pub struct GeneratorCell {
     /// The first value this generator may not hand out: the first tick at or past the durable
     /// high-water mark, shifted like `last` (see `mark`).
     pub limit: AtomicU64,
+    /// The smallest value it may hand out since the server started or an advance past an id
+    /// (see `monotonic`); read only when a call would borrow past the clock.
+    pub floor: AtomicU64,
 }
 
 #[repr(C)]
@@ -69,8 +72,8 @@ pub struct SharedState {
 impl SharedState {
     /// Builds a fresh state in place. The ObjectId random part is chosen here, once per server
     /// start (and again after a crash), as the BSON spec asks. Then the persisted high-water mark
-    /// is restored (which also picks the ObjectId counter's random start): no generator hands out
-    /// anything before the clock worker has made a new mark durable.
+    /// is restored as every generator's floor: no generator hands out anything before the clock
+    /// worker has made a new mark durable.
     ///
     /// # Safety
     /// `state` points to enough shared memory for the state, which nobody uses yet.
@@ -83,7 +86,7 @@ impl SharedState {
             let state = &*state;
             let now = crate::clock::ClockPair::read();
             state.generator_clock.raise_to(now.wall_us, now.monotonic_us);
-            crate::mark::restore(state, crate::mark::read_file());
+            crate::mark::restore_at_start(state);
         }
     }
 

@@ -8,7 +8,7 @@ use pgrx::prelude::*;
 
 use crate::errors;
 use crate::layout::{Layout, Parts};
-use crate::monotonic::{Generator, TickStart};
+use crate::monotonic::Generator;
 use crate::{settings, shmem};
 
 /// A new tick's sequence starts at a random offset below this (or a quarter of the sequence
@@ -28,6 +28,19 @@ fn snowflake_next() -> i64 {
     id_of_state(layout, slot, node_id)
 }
 
+#[pg_extern(volatile)]
+/// Makes every snowflake id this server hands out from now on greater than `id` (an id restored
+/// from another server, say), durably. Like `setval()` after a restore; superusers only, unless
+/// granted.
+fn snowflake_advance_past(id: i64) {
+    shmem::shared();
+    let layout = &settings::config().layout;
+    let tick = crate::decode::snowflake_parts(layout, id).tick;
+    // The next tick: ids of `id`'s own tick from another node id may sort either side of it.
+    let state = (tick << layout.sequence_bits) | layout.max_sequence();
+    crate::mark::advance_past(&generator(layout), state, "snowflake_advance_past()");
+}
+
 /// The id of a generator state (`tick << sequence_bits | sequence`) made on `node_id`.
 #[inline]
 pub fn id_of_state(layout: &Layout, state: u64, node_id: u32) -> i64 {
@@ -40,7 +53,7 @@ pub fn generator(layout: &Layout) -> Generator {
         name: "snowflake",
         clock: layout.clock(),
         counter_bits: layout.sequence_bits,
-        tick_start: TickStart::RandomBelow(MAX_START_OFFSET.min((layout.max_sequence() + 1) / 4)),
+        tick_start_below: MAX_START_OFFSET.min((layout.max_sequence() + 1) / 4),
         cell: |state| &state.snowflake,
     }
 }

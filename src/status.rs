@@ -25,11 +25,9 @@ unsafe fn status_row(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
     let layout = &config.layout;
     let now_us = clock::wall_unix_micros();
 
-    let slot = state.snowflake.last.load(Relaxed);
-    let last_id = match (slot, config.node_id) {
-        (0, _) | (_, None) => None,
-        (_, Some(node_id)) => Some(snowflake::id_of_state(layout, slot, node_id)),
-    };
+    // Only an id handed out since the start: the state below the floor was never one.
+    let last = snowflake::generator(layout).last_handed_out(state);
+    let last_id = last.zip(config.node_id).map(|(last, node_id)| snowflake::id_of_state(layout, last, node_id));
     // How far ids are ahead of the wall clock: the generators' clock, or the newest id if later.
     let ahead_us = (state.generator_clock.now_us().max(mark::newest_id_us(state, config)) - now_us).max(0);
     let steps = &state.clock_steps;

@@ -10,7 +10,7 @@
 
 use pgrx::prelude::*;
 
-use crate::monotonic::{Generator, TickClock, TickStart};
+use crate::monotonic::{Generator, TickClock};
 use crate::random;
 
 const COUNTER_BITS: u32 = 12;
@@ -25,7 +25,7 @@ pub const GENERATOR: Generator = Generator {
     name: "UUIDv7",
     clock: MILLISECONDS,
     counter_bits: COUNTER_BITS,
-    tick_start: TickStart::RandomBelow(MAX_START_COUNTER),
+    tick_start_below: MAX_START_COUNTER,
     cell: |state| &state.uuid,
 };
 
@@ -48,6 +48,25 @@ fn uuid_v7_next() -> pgrx::Uuid {
     let mut rand_b = [0u8; 8];
     random::fill(&mut rand_b);
     pgrx::Uuid::from_bytes(from_parts(slot >> COUNTER_BITS, (slot & 0xFFF) as u16, u64::from_ne_bytes(rand_b)))
+}
+
+#[pg_extern(volatile)]
+/// Makes every UUIDv7 this server hands out from now on greater than `id`, durably (after a
+/// restore from another server). Superusers only, unless granted.
+fn uuid_v7_advance_past(id: pgrx::Uuid) {
+    crate::shmem::shared();
+    let bytes = id.as_bytes();
+    if bytes[6] >> 4 != 7 || bytes[8] >> 6 != 0b10 {
+        crate::errors::raise(
+            PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+            format!("{id} is not a version 7 UUID"),
+            Some("Only UUIDv7s carry the time and counter that uuid_v7_next() continues from.".into()),
+            None,
+        );
+    }
+    let ms = bytes[0..6].iter().fold(0u64, |acc, &b| acc << 8 | b as u64);
+    let counter = u16::from_be_bytes([bytes[6], bytes[7]]) as u64 & 0x0FFF;
+    crate::mark::advance_past(&GENERATOR, ms << COUNTER_BITS | counter, "uuid_v7_advance_past()");
 }
 
 #[cfg(any(test, feature = "pg_test"))]

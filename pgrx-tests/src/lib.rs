@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 pub use postgres::{Client, NoTls};
 
-const PG_BIN: &str = "/usr/lib/postgresql/15/bin";
+pub const PG_BIN: &str = "/usr/lib/postgresql/15/bin";
 
 pub struct Cluster {
     pub dir: PathBuf,
@@ -211,7 +211,11 @@ impl Cluster {
     }
 
     pub fn connect_to(&self, database: &str) -> Client {
-        let config = format!("host={} port={} user=postgres dbname={database}", self.socket_dir(), self.port);
+        self.connect_as(database, "postgres")
+    }
+
+    pub fn connect_as(&self, database: &str, user: &str) -> Client {
+        let config = format!("host={} port={} user={user} dbname={database}", self.socket_dir(), self.port);
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
             match Client::connect(&config, NoTls) {
@@ -225,16 +229,75 @@ impl Cluster {
         }
     }
 
+    /// Runs `pg_dump` of `database` into a file in the cluster's directory and returns its path.
+    pub fn dump(&self, database: &str) -> PathBuf {
+        let file = self.dir.join(format!("{database}.sql"));
+        let out = Command::new(bin("pg_dump"))
+            .args(["-h", &self.socket_dir(), "-p", &self.port.to_string(), "-U", "postgres", "-f", file.to_str().unwrap(), database])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "pg_dump: {}", String::from_utf8_lossy(&out.stderr));
+        file
+    }
+
+    /// Runs an SQL file (a dump) with psql into `database`, stopping at the first error.
+    pub fn restore(&self, file: &Path, database: &str) {
+        let out = Command::new(bin("psql"))
+            .args(["-X", "-q", "-v", "ON_ERROR_STOP=1", "-h", &self.socket_dir(), "-p", &self.port.to_string(), "-U", "postgres"])
+            .args(["-d", database, "-f", file.to_str().unwrap()])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "restore: {}", String::from_utf8_lossy(&out.stderr));
+    }
+
+    /// A file in the data directory, as a path.
+    pub fn data_file(&self, name: &str) -> PathBuf {
+        Path::new(&self.data()).join(name)
+    }
+
     /// Makes this cluster a streaming standby of `primary` (pg_basebackup -R) and starts it.
     pub fn standby_of(name: &str, port: u16, primary: &Cluster) -> Cluster {
-        let standby = Cluster::at(name, port);
-        let _ = fs::remove_dir_all(&standby.dir);
-        let out = as_postgres(
-            bin("pg_basebackup").as_str(),
-            &["-h", &primary.socket_dir(), "-p", &primary.port.to_string(), "-U", "postgres", "-D", &standby.data(), "-R", "-X", "stream"],
-        );
+        Cluster::base_backup_of(name, port, primary, true)
+    }
+
+    /// A copy of `primary` made with pg_basebackup (WAL streamed along); a standby of it if
+    /// `standby`, else a server of its own once started. Not started.
+    pub fn base_backup_of(name: &str, port: u16, primary: &Cluster, standby: bool) -> Cluster {
+        let copy = Cluster::at(name, port);
+        let _ = fs::remove_dir_all(&copy.dir);
+        let (host, port, data) = (primary.socket_dir(), primary.port.to_string(), copy.data());
+        let mut args = vec!["-h", &host, "-p", &port, "-U", "postgres", "-D", &data, "-X", "stream"];
+        if standby {
+            args.push("-R");
+        }
+        let out = as_postgres(bin("pg_basebackup").as_str(), &args);
         assert!(out.status.success(), "pg_basebackup failed: {}", String::from_utf8_lossy(&out.stderr));
-        standby
+        copy
+    }
+
+    /// Runs pg_upgrade from `old` (stopped) into this cluster (initdb'd, configured, stopped), as
+    /// the postgres user in a directory of its own; on failure, its output.
+    pub fn pg_upgrade_from(&self, old: &Cluster) -> Result<(), String> {
+        let work = self.dir.join("pg_upgrade");
+        let _ = fs::create_dir_all(&work);
+        let out = Command::new("chown").args(["-R", "postgres:postgres", self.dir.to_str().unwrap()]).output().unwrap();
+        assert!(out.status.success());
+        let command = format!(
+            "cd {} && {}/pg_upgrade -b {PG_BIN} -B {PG_BIN} -d {} -D {} -p {} -P {} -s {}",
+            work.display(),
+            PG_BIN,
+            old.data(),
+            self.data(),
+            old.port,
+            self.port,
+            work.display()
+        );
+        let out = as_postgres("sh", &["-c", &command]);
+        if out.status.success() {
+            Ok(())
+        } else {
+            Err(format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)))
+        }
     }
 }
 
@@ -252,8 +315,14 @@ pub fn started_cluster(name: &str, port: u16, settings: &[&str]) -> Cluster {
 
 /// The same, on a fake wall clock (see `Cluster::use_fake_clock`), at first set to the real time.
 pub fn started_cluster_on_fake_clock(name: &str, port: u16, settings: &[&str]) -> Cluster {
+    started_cluster_with_clock_offset(name, port, 0, settings)
+}
+
+/// The same, with the fake wall clock `seconds` away from the real time from the first start on.
+pub fn started_cluster_with_clock_offset(name: &str, port: u16, seconds: i64, settings: &[&str]) -> Cluster {
     let mut cluster = Cluster::init(name, port);
     cluster.use_fake_clock();
+    cluster.set_clock_offset(seconds);
     start_with_extension(cluster, settings)
 }
 

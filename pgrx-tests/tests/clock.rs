@@ -230,3 +230,103 @@ fn a_damaged_mark_file_stops_the_server_at_start() {
         .get(0);
     assert!((0.99..1.01).contains(&hours_ahead), "the first id is {hours_ahead} h ahead, not 1 h");
 }
+
+/// Claim: after 6 `kill -9` restarts in quick succession under load, the ids continue from the
+/// persisted marks, ahead of the wall clock; that lead shrinks as the clock catches up, so once it
+/// has passed, a new id carries the current time (within 1 s) instead of keeping the lead for good.
+#[test]
+fn the_lead_after_crashes_shrinks_as_the_clock_catches_up() {
+    let cluster = started_cluster("crash-lead", 54411, &["pg_idgen.node_id = 19", "pg_idgen.clock_reserve = '3s'"]);
+    let mut taken = Vec::new();
+    for cycle in 0..6 {
+        let load = Load::start(&cluster, 2, cycle);
+        sleep(Duration::from_millis(300));
+        cluster.kill9();
+        taken.extend(load.stop());
+        cluster.restart_after_crash();
+    }
+    let mut db = cluster.connect();
+    db.batch_execute("SELECT snowflake_next()").unwrap();
+    let lead = seconds(&mut db, "ahead_of_clock");
+    assert!(lead > 1.0, "the crashes left the ids ahead of the wall clock ({lead} s)");
+    sleep(Duration::from_secs_f64(lead + 1.0));
+    let drift: f64 = db
+        .query_one("SELECT extract(epoch FROM snowflake_timestamp(snowflake_next()) - clock_timestamp())::float8", &[])
+        .unwrap()
+        .get(0);
+    assert!(drift.abs() < 1.0, "{lead:.1} s after the last restart a new id is {drift:.3} s off the wall clock");
+    assert_ids_unique_and_ordered(&mut db, "lead", &taken);
+}
+
+/// Claim: while 2 clients take ids, the wall clock jumps a year ahead for 2 s and comes back.
+/// Under either policy, the generators do not follow a jump that did not last
+/// (pg_idgen.clock_forward_delay): no id carries a time more than 2 s past the real time, no client
+/// errs or pauses, no id repeats, and the log says the step was not followed.
+#[test]
+fn a_brief_forward_jump_of_the_wall_clock_is_not_followed() {
+    for (i, policy) in ["keep_generating", "refuse"].iter().enumerate() {
+        let cluster = started_cluster_on_fake_clock(
+            &format!("jump-{policy}"),
+            54412 + i as u16,
+            &["pg_idgen.node_id = 20", &format!("pg_idgen.clock_step_policy = {policy}")],
+        );
+        let load = Load::start(&cluster, 2, 0);
+        sleep(Duration::from_millis(1000));
+        cluster.set_clock_offset(365 * 86_400);
+        sleep(Duration::from_millis(2000));
+        cluster.set_clock_offset(0);
+        sleep(Duration::from_millis(1500));
+        let clients = load.stop();
+        for (c, client) in clients.iter().enumerate() {
+            assert_eq!(client.error, None, "{policy}: client {c} failed");
+            assert!(client.longest_gap() < LONGEST_ALLOWED_GAP, "{policy}: client {c} waited {:?}", client.longest_gap());
+        }
+        let mut db = cluster.connect();
+        assert_ids_unique_and_ordered(&mut db, "jumped", &clients);
+        let ahead: f64 = db
+            .query_one(
+                "SELECT extract(epoch FROM max(greatest(snowflake_timestamp(snowflake), (id_decode(uuid)).ts, objectid_timestamp(objectid))) - clock_timestamp())::float8
+                   FROM jumped",
+                &[],
+            )
+            .unwrap()
+            .get(0);
+        assert!(ahead < 2.0, "{policy}: the newest id is {ahead} s ahead of the real time");
+        let log = cluster.log();
+        assert!(log.contains("its forward step of 31536000"), "{policy}: log:\n{log}");
+    }
+}
+
+/// Claim: a forward step that lasts is followed once it has lasted pg_idgen.clock_forward_delay
+/// (2 s here): ids then carry the new time, and the log says so.
+#[test]
+fn a_lasting_forward_step_is_followed_after_the_delay() {
+    let cluster = started_cluster_on_fake_clock("step-lasts", 54414, &["pg_idgen.node_id = 21", "pg_idgen.clock_forward_delay = '2s'"]);
+    let mut db = cluster.connect();
+    cluster.set_clock_offset(3600);
+    sleep(Duration::from_millis(500));
+    let early: f64 = db.query_one("SELECT extract(epoch FROM snowflake_timestamp(snowflake_next()) - clock_timestamp())::float8", &[]).unwrap().get(0);
+    assert!(early < -3500.0, "not followed before the delay: the id is {early} s off the stepped clock");
+    sleep(Duration::from_millis(2500));
+    let late: f64 = db.query_one("SELECT extract(epoch FROM snowflake_timestamp(snowflake_next()) - clock_timestamp())::float8", &[]).unwrap().get(0);
+    assert!(late.abs() < 1.0, "followed after the delay: the id is {late} s off the stepped clock");
+    assert!(cluster.log().contains("the generator clock follows it, 3600"), "log:\n{}", cluster.log());
+}
+
+/// Claim: ObjectIds made as fast as one backend can, 20 million in a row, never carry a second
+/// later than the wall-clock second they were made in: each second's counter starts low, so only
+/// more than 16.7 million in one second would borrow a second.
+#[test]
+fn objectids_borrow_a_second_only_past_16_million_in_one_second() {
+    let cluster = started_cluster("objectid-counter", 54415, &[]);
+    let borrowed: i64 = cluster
+        .connect()
+        .query_one(
+            "SELECT count(*) FILTER (WHERE objectid_timestamp(o) > date_trunc('second', t))
+               FROM (SELECT objectid_gen() AS o, clock_timestamp() AS t FROM generate_series(1, 20000000)) AS s",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(borrowed, 0, "ObjectIds carried a later second than the one they were made in");
+}

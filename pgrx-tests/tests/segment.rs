@@ -2,11 +2,30 @@
 //! killed worker and a locked tag table.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{mpsc, Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use pg_idgen_system_tests::{generate_concurrently, sqlstate, started_cluster, Client, Cluster};
+
+/// `n` numbers of `tag` from one statement, in the order they were made.
+fn take(db: &mut Client, tag: &str, n: i32) -> Vec<i64> {
+    db.query("SELECT segment_next($1) FROM generate_series(1, $2)", &[&tag, &n]).unwrap().iter().map(|r| r.get(0)).collect()
+}
+
+/// The SQLSTATE `statement` fails with in a session of its own, or "ok"; None if it had not
+/// returned after `limit`.
+fn outcome_within(cluster: &Cluster, statement: &str, limit: Duration) -> Option<String> {
+    let (tx, rx) = mpsc::channel();
+    let mut db = cluster.connect();
+    let statement = statement.to_string();
+    // Why a thread: a call that never returns must fail the test, not hang it.
+    thread::spawn(move || {
+        let result = db.batch_execute(&statement);
+        let _ = tx.send(result.map(|_| "ok".to_string()).unwrap_or_else(|e| sqlstate(&e)));
+    });
+    rx.recv_timeout(limit).ok()
+}
 
 fn total_waits(db: &mut Client, tag: &str) -> i64 {
     db.query_one("SELECT coalesce(sum(waits), 0)::bigint FROM segment_status() WHERE tag = $1", &[&tag])
@@ -210,4 +229,288 @@ fn another_database_is_told_which_one_serves_segments() {
     assert_eq!(sqlstate(&error), "55000", "{error:?}");
     let message = error.as_db_error().unwrap().message().to_string();
     assert!(message.contains("\"postgres\"") && message.contains("\"other\""), "{message}");
+}
+
+/// Claim: `segment_next('')` and a 64-byte tag, each as a new session's first call, fail at once
+/// with 22023 (they do not spin beyond cancel, as an empty tag did when it matched the empty
+/// per-session cache).
+#[test]
+fn an_empty_or_long_tag_as_a_sessions_first_call_is_refused_at_once() {
+    let cluster = started_cluster("segment-empty", 54390, &[]);
+    for tag in ["", &"x".repeat(64)] {
+        let outcome = outcome_within(&cluster, &format!("SELECT segment_next('{tag}')"), Duration::from_secs(10));
+        assert_eq!(outcome.as_deref(), Some("22023"), "segment_next('{tag}')");
+    }
+}
+
+/// Claim: with synchronous_commit = off in postgresql.conf, for the database and for the role the
+/// worker connects as, a range is on disk before any of its numbers is handed out. Six times: a new
+/// tag's first number is taken, the postmaster is killed with SIGKILL at once, the server starts
+/// again, and the tag's next number is greater.
+#[test]
+fn asynchronous_commit_settings_never_repeat_numbers_after_a_crash() {
+    // Why wal_writer_delay: the WAL writer would otherwise flush the commit within 200 ms.
+    let cluster = started_cluster("segment-async", 54391, &["synchronous_commit = off", "wal_writer_delay = 10s"]);
+    cluster
+        .connect()
+        .batch_execute("ALTER DATABASE postgres SET synchronous_commit = off; ALTER ROLE postgres SET synchronous_commit = off")
+        .unwrap();
+    for round in 0..6 {
+        let tag = format!("async{round}");
+        let mut db = cluster.connect();
+        // The tag itself is created durably: this test is about the worker's ranges.
+        db.execute("SET synchronous_commit = on", &[]).unwrap();
+        db.execute("SELECT segment_create($1)", &[&tag]).unwrap();
+        let first: i64 = db.query_one("SELECT segment_next($1)", &[&tag]).unwrap().get(0);
+        cluster.kill9();
+        cluster.restart_after_crash();
+        let next: i64 = cluster.connect().query_one("SELECT segment_next($1)", &[&tag]).unwrap().get(0);
+        assert!(next > first, "round {round}: {next} after a crash, {first} before");
+    }
+}
+
+/// Claim: however a tag's row goes — DELETE, TRUNCATE, DROP and CREATE EXTENSION, segment_drop —
+/// a session that had its numbers cached gets 42704 next, and once the tag is created again (each
+/// time at a start of its own) it gets the new row's numbers, never numbers cached for the old row.
+/// (A range the worker had in flight for the old row may become a gap in the new one.)
+#[test]
+fn the_cache_never_outlives_its_row() {
+    let cluster = started_cluster("segment-follows", 54392, &["pg_idgen.max_tags = 2"]);
+    let mut taker = cluster.connect();
+    let mut admin = cluster.connect();
+    let removals = [
+        "DELETE FROM segment_tag WHERE tag = 'f'",
+        "TRUNCATE segment_tag",
+        "DROP EXTENSION pg_idgen; CREATE EXTENSION pg_idgen",
+        "SELECT segment_drop('f')",
+    ];
+    admin.batch_execute("SELECT segment_create('f', step => 100)").unwrap();
+    assert_eq!(take(&mut taker, "f", 150), (1..=150).collect::<Vec<i64>>());
+    for (i, removal) in removals.iter().enumerate() {
+        admin.batch_execute(removal).unwrap();
+        let error = taker.query_one("SELECT segment_next('f')", &[]).expect_err("the tag is gone");
+        assert_eq!(sqlstate(&error), "42704", "after {removal}: {error:?}");
+        let start = (i as i64 + 1) * 1_000_000;
+        admin.execute("SELECT segment_create('f', start => $1, step => 100)", &[&start]).unwrap();
+        let numbers = take(&mut taker, "f", 150);
+        assert!(numbers[0] >= start && numbers[0] < start + 300, "after {removal}: {} is not the new row's", numbers[0]);
+        assert!(numbers.windows(2).all(|w| w[1] > w[0]), "after {removal}: increasing");
+    }
+    // Dropped tags give their slots back: with 2 slots, 6 tags in turn.
+    for i in 0..6 {
+        let tag = format!("slot{i}");
+        admin.execute("SELECT segment_create($1)", &[&tag]).unwrap();
+        assert_eq!(take(&mut taker, &tag, 1), vec![1]);
+        admin.execute("SELECT segment_drop($1)", &[&tag]).unwrap();
+    }
+}
+
+/// Claim: max_id of a tag cannot move back (22023: the numbers below it may have been handed
+/// out); moved forward, the next number follows at once; and after the extension's schema is
+/// renamed, the worker still finds the table and allocates new ranges.
+#[test]
+fn max_id_moves_only_forward_and_the_worker_follows_the_table() {
+    let cluster = started_cluster("segment-max-id", 54393, &["pg_idgen.segment_max_step = 10"]);
+    let mut db = cluster.connect();
+    db.batch_execute("SELECT segment_create('m', step => 10)").unwrap();
+    assert_eq!(take(&mut db, "m", 5), vec![1, 2, 3, 4, 5]);
+    let error = db.batch_execute("UPDATE segment_tag SET max_id = 0 WHERE tag = 'm'").expect_err("moving back");
+    assert_eq!(sqlstate(&error), "22023", "{error:?}");
+    db.batch_execute("UPDATE segment_tag SET max_id = 1000000 WHERE tag = 'm'").unwrap();
+    // The first range of the moved row, or the second if one in flight for the old cache was dropped.
+    let next = take(&mut db, "m", 1)[0];
+    assert!((1_000_001..=1_000_020).contains(&next), "the cache follows a max_id moved forward: {next}");
+
+    db.batch_execute("ALTER SCHEMA public RENAME TO app").unwrap();
+    let numbers: Vec<i64> =
+        db.query("SELECT app.segment_next('m') FROM generate_series(1, 100)", &[]).unwrap().iter().map(|r| r.get(0)).collect();
+    assert!(numbers[0] > next && numbers.windows(2).all(|w| w[1] > w[0]), "10 new ranges from the renamed schema's table");
+}
+
+/// Claim: for a minute, one client renews four tags again and again — by segment_drop and
+/// segment_create, by DELETE and segment_create, and by moving max_id forward — each renewal with
+/// numbers of its own (so a number tells which tag and which renewal it came from), while three
+/// clients take numbers of all four. No number is handed out twice, none is another tag's, and a
+/// call started after a renewal committed gets no number of an earlier one.
+#[test]
+fn churning_tags_never_repeat_or_cross_numbers() {
+    const TAGS: i64 = 4;
+    const WINDOW: i64 = 1_000_000_000;
+    let cluster =
+        started_cluster("segment-churn", 54394, &["pg_idgen.max_tags = 6", "pg_idgen.segment_max_step = 5", "pg_idgen.segment_wait_timeout = 10000"]);
+    let start_of = |tag: i64, renewal: i64| (tag * 100_000 + renewal) * WINDOW + 1;
+    let renewal_of = |n: i64| ((n - 1) / WINDOW) % 100_000;
+    let tag_of = |n: i64| (n - 1) / WINDOW / 100_000;
+    // (tag, when it committed, the earliest renewal a call started later may get numbers of)
+    let events: Arc<Mutex<Vec<(i64, Instant, i64)>>> = Arc::new(Mutex::new(Vec::new()));
+    let mut admin = cluster.connect();
+    for tag in 0..TAGS {
+        admin.execute("SELECT segment_create($1, start => $2, step => 5)", &[&format!("c{tag}"), &start_of(tag, 0)]).unwrap();
+        events.lock().unwrap().push((tag, Instant::now(), 0));
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    let churner = {
+        let (stop, events) = (stop.clone(), events.clone());
+        thread::spawn(move || {
+            let mut renewal = vec![0i64; TAGS as usize];
+            let mut round = 0;
+            while !stop.load(Ordering::Relaxed) {
+                let tag = round % TAGS;
+                let name = format!("c{tag}");
+                let next = renewal[tag as usize] + 1;
+                let start = start_of(tag, next);
+                match (round / TAGS) % 3 {
+                    2 => {
+                        admin.execute("UPDATE segment_tag SET max_id = $2 WHERE tag = $1", &[&name, &(start - 1)]).unwrap();
+                    }
+                    kind => {
+                        let removal = if kind == 0 { "SELECT segment_drop($1)" } else { "DELETE FROM segment_tag WHERE tag = $1" };
+                        admin.execute(removal, &[&name]).unwrap();
+                        events.lock().unwrap().push((tag, Instant::now(), next));
+                        admin.execute("SELECT segment_create($1, start => $2, step => 5)", &[&name, &start]).unwrap();
+                    }
+                }
+                events.lock().unwrap().push((tag, Instant::now(), next));
+                renewal[tag as usize] = next;
+                round += 1;
+                thread::sleep(Duration::from_millis(20));
+            }
+        })
+    };
+    let takers: Vec<_> = (0..3)
+        .map(|client| {
+            let mut db = cluster.connect();
+            let stop = stop.clone();
+            thread::spawn(move || {
+                let mut calls = Vec::new(); // (tag, started, numbers)
+                let mut i = client;
+                while !stop.load(Ordering::Relaxed) {
+                    let tag = i % TAGS;
+                    i += 1;
+                    let started = Instant::now();
+                    match db.query("SELECT segment_next($1) FROM generate_series(1, 20)", &[&format!("c{tag}")]) {
+                        Ok(rows) => calls.push((tag, started, rows.iter().map(|r| r.get::<_, i64>(0)).collect::<Vec<i64>>())),
+                        Err(e) if sqlstate(&e) == "42704" => {} // dropped at that moment
+                        Err(e) => panic!("client {client}, tag c{tag}: {e:?}"),
+                    }
+                }
+                calls
+            })
+        })
+        .collect();
+    thread::sleep(Duration::from_secs(60));
+    stop.store(true, Ordering::Relaxed);
+    churner.join().unwrap();
+    let calls: Vec<(i64, Instant, Vec<i64>)> = takers.into_iter().flat_map(|t| t.join().unwrap()).collect();
+    let events = events.lock().unwrap();
+
+    let renewals = events.iter().map(|e| e.2).max().unwrap_or(0);
+    assert!(renewals > 100, "every tag was renewed many times ({renewals} renewals of the busiest)");
+    let mut all: Vec<i64> = Vec::new();
+    for (tag, started, numbers) in &calls {
+        let floor = events.iter().filter(|e| e.0 == *tag && e.1 < *started).map(|e| e.2).max().unwrap_or(0);
+        for &n in numbers {
+            assert_eq!(tag_of(n), *tag, "number {n} taken for tag c{tag} belongs to tag c{}", tag_of(n));
+            assert!(renewal_of(n) >= floor, "number {n} of renewal {} of c{tag}, but the call began after renewal {floor}", renewal_of(n));
+        }
+        all.extend(numbers);
+    }
+    assert!(all.len() > 10_000, "the clients took numbers ({})", all.len());
+    let mut db = cluster.connect();
+    db.batch_execute("CREATE TABLE churned (n bigint)").unwrap();
+    db.execute("INSERT INTO churned SELECT unnest($1::bigint[])", &[&all]).unwrap();
+    let row = db.query_one("SELECT count(*), count(DISTINCT n) FROM churned", &[]).unwrap();
+    assert_eq!(row.get::<_, i64>(1), row.get::<_, i64>(0), "no number was handed out twice");
+}
+
+/// Claim: a tag created near bigint's end hands out every number up to 9223372036854775807 once
+/// (its last range clamped), then fails at once like nextval() (2200H); meanwhile the worker logs
+/// no WARNING.
+#[test]
+fn a_tag_at_bigints_end_is_reported_like_a_sequence() {
+    let cluster = started_cluster("segment-end", 54395, &["pg_idgen.segment_max_step = 1000"]);
+    let mut db = cluster.connect();
+    db.execute("SELECT segment_create('end', start => $1, step => 1000)", &[&(i64::MAX - 2500)]).unwrap();
+    let numbers = take(&mut db, "end", 2501);
+    assert_eq!(numbers.first(), Some(&(i64::MAX - 2500)));
+    assert_eq!(numbers.last(), Some(&i64::MAX));
+    assert!(numbers.windows(2).all(|w| w[1] == w[0] + 1), "every number once, in order");
+    let started = Instant::now();
+    let error = db.query_one("SELECT segment_next('end')", &[]).expect_err("past the end");
+    assert_eq!(sqlstate(&error), "2200H", "{error:?}");
+    assert!(started.elapsed() < Duration::from_secs(2), "the error came at once ({:?})", started.elapsed());
+    thread::sleep(Duration::from_secs(3));
+    let warnings = cluster.log().matches("could not allocate").count();
+    assert_eq!(warnings, 0, "the worker logged {warnings} failed allocations:\n{}", cluster.log());
+}
+
+/// Claim: a session's first segment_next() while another holds ACCESS EXCLUSIVE on the tag table
+/// fails with 55P03 after pg_idgen.segment_wait_timeout (2 s), not when the lock goes.
+#[test]
+fn a_first_call_on_a_locked_table_honours_the_wait_timeout() {
+    let cluster = started_cluster("segment-first-lock", 54396, &["pg_idgen.segment_wait_timeout = 2000"]);
+    cluster.connect().batch_execute("SELECT segment_create('l')").unwrap();
+    let mut locker = cluster.connect();
+    locker.batch_execute("BEGIN; LOCK TABLE segment_tag IN ACCESS EXCLUSIVE MODE").unwrap();
+    let started = Instant::now();
+    let outcome = outcome_within(&cluster, "SELECT segment_next('l')", Duration::from_secs(10));
+    let waited = started.elapsed();
+    assert_eq!(outcome.as_deref(), Some("55P03"));
+    assert!(waited >= Duration::from_millis(2000) && waited < Duration::from_secs(5), "waited {waited:?}");
+    locker.batch_execute("COMMIT").unwrap();
+}
+
+/// Claim: while a session holds one tag's row locked (SELECT … FOR UPDATE), other tags keep
+/// getting new ranges: 100 ranges of another tag in under 5 s.
+#[test]
+fn a_locked_row_holds_up_only_its_own_tag() {
+    let cluster = started_cluster("segment-row-lock", 54397, &["pg_idgen.segment_max_step = 10"]);
+    let mut db = cluster.connect();
+    db.batch_execute("SELECT segment_create('busy', step => 10); SELECT segment_create('free', step => 10)").unwrap();
+    take(&mut db, "busy", 10);
+    let mut locker = cluster.connect();
+    locker.batch_execute("BEGIN; SELECT * FROM segment_tag WHERE tag = 'busy' FOR UPDATE").unwrap();
+    // A caller waiting on the locked tag keeps asking the worker for it meanwhile.
+    let waiter = outcome_within(&cluster, "SELECT count(segment_next('busy')) FROM generate_series(1, 100)", Duration::from_millis(1));
+    assert_eq!(waiter, None, "the call on the locked tag waits");
+    let started = Instant::now();
+    assert_eq!(take(&mut db, "free", 1000).len(), 1000);
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(5), "100 ranges of another tag took {took:?}");
+    locker.batch_execute("COMMIT").unwrap();
+}
+
+/// Claim: segment_drop() of a tag in another database leaves the same-named tag of
+/// pg_idgen.database alone: its cached numbers go on without a gap.
+#[test]
+fn dropping_a_tag_in_another_database_leaves_the_segment_database_alone() {
+    let cluster = started_cluster("segment-other-drop", 54398, &[]);
+    let mut db = cluster.connect();
+    db.batch_execute("SELECT segment_create('x')").unwrap();
+    db.batch_execute("CREATE DATABASE other").unwrap();
+    assert_eq!(take(&mut db, "x", 1), vec![1]);
+    let mut other = cluster.connect_to("other");
+    other.batch_execute("CREATE EXTENSION pg_idgen; SELECT segment_create('x'); SELECT segment_drop('x')").unwrap();
+    assert_eq!(take(&mut db, "x", 1), vec![2], "no gap in the segment database");
+}
+
+/// Claim: in a LATIN1 database (pg_idgen.database), tags with non-ASCII letters are created,
+/// served and shown by segment_status() as they were written; an error names such a tag with its
+/// non-ASCII bytes as \xNN (a message must be valid text in every encoding).
+#[test]
+fn tags_work_in_a_latin1_database() {
+    let cluster = started_cluster("segment-latin1", 54399, &["pg_idgen.database = 'latin'"]);
+    cluster
+        .connect()
+        .batch_execute("CREATE DATABASE latin ENCODING 'LATIN1' LOCALE 'C' TEMPLATE template0")
+        .unwrap();
+    let mut db = cluster.connect_to("latin");
+    db.batch_execute("CREATE EXTENSION pg_idgen; SELECT segment_create('café')").unwrap();
+    assert_eq!(take(&mut db, "café", 3), vec![1, 2, 3]);
+    let shown: String = db.query_one("SELECT tag FROM segment_status()", &[]).unwrap().get(0);
+    assert_eq!(shown, "café");
+    let error = db.query_one("SELECT segment_next('naïve')", &[]).expect_err("unknown tag");
+    assert_eq!(sqlstate(&error), "42704");
+    assert!(error.as_db_error().unwrap().message().contains("\"na\\xefve\""), "{error:?}");
+    db.batch_execute("SELECT segment_drop('café')").unwrap();
 }

@@ -76,9 +76,14 @@ fn invalid_settings_stop_the_server_and_name_the_setting() {
         (&["pg_idgen.sequence_bits = 0", "pg_idgen.time_bits = 43"], "invalid value for parameter \"pg_idgen.sequence_bits\""),
         (&["pg_idgen.node_bits = 40", "pg_idgen.time_bits = 11"], "invalid value for parameter \"pg_idgen.time_bits\""),
         (&["pg_idgen.time_unit = 0"], "invalid value for parameter \"pg_idgen.time_unit\""),
-        (&["pg_idgen.epoch = '2999-01-01 00:00:00+00'"], "the epoch must not be in the future"),
+        (&["pg_idgen.epoch = '2999-01-01 00:00:00+00'"], "The epoch must not be in the future"),
         (&["pg_idgen.epoch = 'not a time'"], "invalid value for parameter \"pg_idgen.epoch\": \"not a time\""),
         (&["pg_idgen.epoch = '1900-01-01'"], "time bits of this layout have already run out"),
+        (&["pg_idgen.epoch = 'now'"], "invalid value for parameter \"pg_idgen.epoch\": \"now\""),
+        (&["pg_idgen.node_id = 1.5"], "invalid value for parameter \"pg_idgen.node_id\": \"1.5\""),
+        (&["pg_idgen.database = ''"], "invalid value for parameter \"pg_idgen.database\": \"\""),
+        (&["pg_idgen.nodeid = 3"], "unrecognized configuration parameter \"pg_idgen.nodeid\""),
+        (&["pg_idgen.clock_forward_delay = '2h'"], "invalid value for parameter \"pg_idgen.clock_forward_delay\": \"2h\""),
         (&["pg_idgen.max_clock_wait = -5"], "invalid value for parameter \"pg_idgen.max_clock_wait\""),
         (&["pg_idgen.clock_step_policy = 'sometimes'"], "invalid value for parameter \"pg_idgen.clock_step_policy\": \"sometimes\""),
         (&["pg_idgen.clock_reserve = 10"], "invalid value for parameter \"pg_idgen.clock_reserve\": \"10\""),
@@ -95,6 +100,11 @@ fn invalid_settings_stop_the_server_and_name_the_setting() {
             Err(log) => assert!(log.contains("FATAL") && log.contains(expected), "{settings:?}: log lacks {expected:?}:\n{log}"),
         }
     }
+    // Exhausted time bits: the hint must not send the user to a later epoch.
+    cluster.configure(&["shared_preload_libraries = 'pg_idgen'", "pg_idgen.epoch = '1900-01-01'"]);
+    let log = cluster.try_start().expect_err("time bits ran out");
+    let hint = log.lines().find(|l| l.contains("HINT:") && l.contains("time bits")).unwrap_or_else(|| panic!("no hint:\n{log}"));
+    assert!(hint.contains("Choose more time bits") && !hint.contains("Correct pg_idgen.epoch"), "{hint}");
     // The same cluster starts once the settings are valid.
     cluster.configure(&["shared_preload_libraries = 'pg_idgen'", "pg_idgen.node_id = 1023"]);
     cluster.start();

@@ -2,49 +2,110 @@
 
 use std::process::Command;
 
-use pg_idgen_system_tests::{sqlstate, Client, Cluster};
+use pg_idgen_system_tests::{sqlstate, Client, Cluster, PG_BIN};
 
-fn status_declaration(db: &mut Client) -> (String, String) {
-    let row = db
-        .query_one(
-            "SELECT pg_get_function_result('pg_idgen_status'::regproc), obj_description('pg_idgen_status'::regproc)",
-            &[],
-        )
-        .unwrap();
-    (row.get(0), row.get(1))
+const CURRENT: &str = "0.3.0";
+
+/// Every object of the extension as one line of text, sorted: functions with their result,
+/// volatility, strictness, parallel safety, privileges and comment; types, operators, casts,
+/// operator classes; the tag table's columns, constraints, triggers and dump registration.
+fn extension_catalog(db: &mut Client) -> Vec<String> {
+    db.query(
+        "WITH members AS (
+             SELECT d.classid, d.objid FROM pg_depend AS d
+              WHERE d.refclassid = 'pg_extension'::regclass AND d.deptype = 'e'
+                AND d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'pg_idgen'))
+         SELECT 'function ' || p.oid::regprocedure || ' returns ' || pg_get_function_result(p.oid)
+                || ' volatile=' || p.provolatile::text || ' strict=' || p.proisstrict || ' parallel=' || p.proparallel::text
+                || ' leakproof=' || p.proleakproof || ' acl=' || coalesce(p.proacl::text, 'default')
+                || ' defaults=' || coalesce(pg_get_expr(p.proargdefaults, 0), '')
+                || ' comment=' || coalesce(obj_description(p.oid, 'pg_proc'), '')
+           FROM members AS m JOIN pg_proc AS p ON m.classid = 'pg_proc'::regclass AND p.oid = m.objid
+         UNION ALL
+         SELECT 'type ' || t.typname || ' len=' || t.typlen || ' comment=' || coalesce(obj_description(t.oid, 'pg_type'), '')
+           FROM members AS m JOIN pg_type AS t ON m.classid = 'pg_type'::regclass AND t.oid = m.objid
+         UNION ALL
+         SELECT 'operator ' || o.oid::regoperator || ' ' || o.oprcode::text
+           FROM members AS m JOIN pg_operator AS o ON m.classid = 'pg_operator'::regclass AND o.oid = m.objid
+         UNION ALL
+         SELECT 'cast ' || format_type(c.castsource, NULL) || ' -> ' || format_type(c.casttarget, NULL) || ' ' || c.castcontext::text
+           FROM members AS m JOIN pg_cast AS c ON m.classid = 'pg_cast'::regclass AND c.oid = m.objid
+         UNION ALL
+         SELECT 'opclass ' || oc.opcname || ' ' || am.amname
+           FROM members AS m JOIN pg_opclass AS oc ON m.classid = 'pg_opclass'::regclass AND oc.oid = m.objid
+           JOIN pg_am AS am ON am.oid = oc.opcmethod
+         UNION ALL
+         SELECT 'column ' || a.attrelid::regclass || '.' || a.attname || ' ' || format_type(a.atttypid, a.atttypmod)
+                || ' notnull=' || a.attnotnull || ' default=' || coalesce(pg_get_expr(ad.adbin, ad.adrelid), '')
+           FROM members AS m JOIN pg_attribute AS a ON m.classid = 'pg_class'::regclass AND a.attrelid = m.objid
+           LEFT JOIN pg_attrdef AS ad ON ad.adrelid = a.attrelid AND ad.adnum = a.attnum
+          WHERE a.attnum > 0 AND NOT a.attisdropped
+         UNION ALL
+         SELECT 'constraint ' || c.conrelid::regclass || ' ' || c.conname || ' ' || pg_get_constraintdef(c.oid)
+           FROM members AS m JOIN pg_constraint AS c ON m.classid = 'pg_class'::regclass AND c.conrelid = m.objid
+         UNION ALL
+         SELECT 'trigger ' || pg_get_triggerdef(t.oid) || ' enabled=' || t.tgenabled::text
+           FROM members AS m JOIN pg_trigger AS t ON m.classid = 'pg_class'::regclass AND t.tgrelid = m.objid
+         UNION ALL
+         SELECT 'table comment ' || coalesce(obj_description(m.objid, 'pg_class'), '')
+           FROM members AS m WHERE m.classid = 'pg_class'::regclass
+         UNION ALL
+         SELECT 'dumped ' || coalesce(e.extconfig::regclass[]::text, '') FROM pg_extension AS e WHERE e.extname = 'pg_idgen'
+         ORDER BY 1",
+        &[],
+    )
+    .unwrap()
+    .iter()
+    .map(|r| r.get(0))
+    .collect()
+}
+
+fn install_fixture(version: &str) {
+    let sharedir = Command::new(format!("{PG_BIN}/pg_config")).arg("--sharedir").output().unwrap();
+    let extension_dir = format!("{}/extension", String::from_utf8(sharedir.stdout).unwrap().trim());
+    let script = format!("pg_idgen--{version}.sql");
+    std::fs::copy(format!("{}/fixtures/{script}", env!("CARGO_MANIFEST_DIR")), format!("{extension_dir}/{script}"))
+        .unwrap_or_else(|e| panic!("install the {version} script: {e}"));
 }
 
 /// Claim: a database that created pg_idgen 0.1.0 gets a clear error (55000, with the fix) from a
-/// function whose columns the new library changed, and after `ALTER EXTENSION pg_idgen UPDATE` it
-/// has version 0.2.0 with the same declarations as a fresh install, and works.
+/// function whose columns the new library changed. After `ALTER EXTENSION pg_idgen UPDATE`, from
+/// 0.1.0 and from 0.2.0 alike, the extension has the current version and exactly the objects of a
+/// fresh install — every function's declaration, privileges and comment, every type, operator,
+/// cast and operator class, the tag table's columns, constraints and triggers — and works.
 #[test]
-fn version_0_1_0_updates_to_the_current_objects() {
-    let sharedir = Command::new("/usr/lib/postgresql/15/bin/pg_config").arg("--sharedir").output().unwrap();
-    let extension_dir = format!("{}/extension", String::from_utf8(sharedir.stdout).unwrap().trim());
-    std::fs::copy(
-        concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/pg_idgen--0.1.0.sql"),
-        format!("{extension_dir}/pg_idgen--0.1.0.sql"),
-    )
-    .expect("install the 0.1.0 script");
-
+fn released_versions_update_to_the_current_objects() {
+    install_fixture("0.1.0");
+    install_fixture("0.2.0");
     let cluster = Cluster::init("upgrade", 54388);
     cluster.configure(&["shared_preload_libraries = 'pg_idgen'", "pg_idgen.node_id = 18"]);
     cluster.start();
     let mut db = cluster.connect();
-    db.batch_execute("CREATE EXTENSION pg_idgen VERSION '0.1.0'").unwrap();
-    db.batch_execute("CREATE DATABASE fresh").unwrap();
-
-    let error = db.query_one("SELECT * FROM pg_idgen_status()", &[]).expect_err("0.1.0 declares 10 columns");
-    assert_eq!(sqlstate(&error), "55000", "{error:?}");
-    let hint = error.as_db_error().and_then(|e| e.hint()).unwrap_or_default().to_string();
-    assert!(hint.contains("ALTER EXTENSION pg_idgen UPDATE"), "hint: {hint}");
-
-    db.batch_execute("ALTER EXTENSION pg_idgen UPDATE").unwrap();
-    let version: String = db.query_one("SELECT extversion FROM pg_extension WHERE extname = 'pg_idgen'", &[]).unwrap().get(0);
-    assert_eq!(version, "0.2.0");
+    for database in ["fresh", "from_0_1_0", "from_0_2_0"] {
+        db.batch_execute(&format!("CREATE DATABASE {database}")).unwrap();
+    }
     let mut fresh = cluster.connect_to("fresh");
     fresh.batch_execute("CREATE EXTENSION pg_idgen").unwrap();
-    assert_eq!(status_declaration(&mut db), status_declaration(&mut fresh), "updated = freshly installed");
-    let row = db.query_one("SELECT extract(epoch FROM clock_reserve)::int, snowflake_next() > 0 FROM pg_idgen_status()", &[]).unwrap();
-    assert_eq!((row.get::<_, i32>(0), row.get::<_, bool>(1)), (5, true));
+    let expected = extension_catalog(&mut fresh);
+    assert!(expected.iter().any(|line| line.starts_with("trigger CREATE TRIGGER segment_tag_changed")), "{expected:#?}");
+
+    for version in ["0.1.0", "0.2.0"] {
+        let mut old = cluster.connect_to(&format!("from_{}", version.replace('.', "_")));
+        old.batch_execute(&format!("CREATE EXTENSION pg_idgen VERSION '{version}'")).unwrap();
+        if version == "0.1.0" {
+            let error = old.query_one("SELECT * FROM pg_idgen_status()", &[]).expect_err("0.1.0 declares 10 columns");
+            assert_eq!(sqlstate(&error), "55000", "{error:?}");
+            let hint = error.as_db_error().and_then(|e| e.hint()).unwrap_or_default().to_string();
+            assert!(hint.contains("ALTER EXTENSION pg_idgen UPDATE"), "hint: {hint}");
+        }
+        old.batch_execute("ALTER EXTENSION pg_idgen UPDATE").unwrap();
+        let updated: String = old.query_one("SELECT extversion FROM pg_extension WHERE extname = 'pg_idgen'", &[]).unwrap().get(0);
+        assert_eq!(updated, CURRENT, "from {version}");
+        let actual = extension_catalog(&mut old);
+        let missing: Vec<&String> = expected.iter().filter(|line| !actual.contains(line)).collect();
+        let extra: Vec<&String> = actual.iter().filter(|line| !expected.contains(line)).collect();
+        assert!(missing.is_empty() && extra.is_empty(), "from {version}: missing {missing:#?}\nextra {extra:#?}");
+        let row = old.query_one("SELECT extract(epoch FROM clock_reserve)::int, snowflake_next() > 0 FROM pg_idgen_status()", &[]).unwrap();
+        assert_eq!((row.get::<_, i32>(0), row.get::<_, bool>(1)), (5, true), "from {version}");
+    }
 }

@@ -11,3 +11,9 @@ SELECT * FROM pg_idgen_status();
 SELECT * FROM id_decode(4194324522);
 SELECT snowflake_timestamp(4194324522);
 SELECT snowflake_min_id('2025-01-01 00:00:01+00');
+
+-- Tags can be managed without the library preloaded (nothing is cached, nothing to retire).
+SELECT segment_create('unloaded');
+SELECT tag, max_id FROM segment_tag;
+SELECT segment_drop('unloaded');
+SELECT segment_next('unloaded');

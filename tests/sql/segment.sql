@@ -1,4 +1,7 @@
 -- Segment numbers: dense, increasing numbers per tag. The worker serves database "postgres".
+-- A session's very first call with an empty tag is refused at once.
+\c -
+SELECT segment_next('');
 SET timezone = 'UTC';
 SET datestyle = 'ISO, YMD';
 SET intervalstyle = 'postgres';
@@ -44,6 +47,9 @@ SELECT segment_create('bad start', start => 0);
 SELECT segment_create('invoice');
 SELECT sqlstate_of($$SELECT segment_create('invoice')$$);
 SELECT segment_next(NULL) IS NULL AS null_tag_null_number;
+SELECT segment_create(NULL);
+SELECT segment_create('null step', step => NULL);
+SELECT segment_drop(NULL);
 
 -- Dropping a tag: its cached numbers are never served again.
 SELECT segment_drop('invoice');
@@ -57,6 +63,44 @@ SELECT segment_create('uncommitted');
 SELECT segment_next('uncommitted');
 ROLLBACK;
 
+-- The cache follows the table, whatever changes its rows: a deleted and re-created tag gets its
+-- new row's numbers, never numbers cached for the old row (a range the worker had in flight for
+-- the old row may become a gap).
+SELECT segment_create('cycle', step => 10);
+SELECT array_agg(n) AS first_row FROM (SELECT segment_next('cycle') AS n FROM generate_series(1, 5)) AS s;
+DELETE FROM segment_tag WHERE tag = 'cycle';
+SELECT segment_next('cycle');
+SELECT segment_create('cycle', start => 1001, step => 10);
+SELECT min(n) BETWEEN 1001 AND 1020 AS from_the_new_row
+  FROM (SELECT segment_next('cycle') AS n FROM generate_series(1, 5)) AS s;
+-- max_id never moves back (numbers below it may have been handed out); moved forward, the next
+-- number follows at once.
+SELECT segment_create('still', start => 101);
+UPDATE segment_tag SET max_id = 50 WHERE tag = 'still';
+SELECT sqlstate_of($$UPDATE segment_tag SET max_id = 0 WHERE tag = 'cycle'$$);
+UPDATE segment_tag SET max_id = 1000000 WHERE tag = 'cycle';
+SELECT segment_next('cycle') BETWEEN 1000001 AND 1000020 AS follows_the_moved_max_id;
+SELECT segment_drop('cycle'), segment_drop('still');
+
+-- Segment numbers work in parallel plans and read-only transactions: a tag is looked up without
+-- SQL and without a transaction id.
+CREATE TABLE parallel_rows AS SELECT g FROM generate_series(1, 10000) AS g;
+SET max_parallel_workers_per_gather = 2;
+SET parallel_setup_cost = 0;
+SET parallel_tuple_cost = 0;
+SET force_parallel_mode = on;
+SELECT segment_create('parallel');
+EXPLAIN (COSTS OFF) SELECT count(DISTINCT segment_next('parallel')) FROM parallel_rows;
+SELECT count(DISTINCT segment_next('parallel')) AS distinct_numbers FROM parallel_rows;
+RESET force_parallel_mode;
+RESET max_parallel_workers_per_gather;
+RESET parallel_setup_cost;
+RESET parallel_tuple_cost;
+DROP TABLE parallel_rows;
+BEGIN READ ONLY;
+SELECT segment_next('parallel') AS in_a_read_only_transaction;
+COMMIT;
+
 -- Privileges: managing tags needs write access to the tag table; taking numbers needs EXECUTE
 -- on segment_next, which can be granted.
 CREATE ROLE segment_user;
@@ -66,8 +110,12 @@ SELECT segment_next('order');
 SELECT segment_create('mine');
 RESET ROLE;
 GRANT EXECUTE ON FUNCTION segment_next(text) TO segment_user;
+SELECT segment_create('unseen');
 SET ROLE segment_user;
 SELECT segment_next('order') > 25000 AS granted;
+-- EXECUTE is enough: the role cannot read the tag table, yet a tag it has not used is found.
+SELECT count(*) FROM segment_tag;
+SELECT segment_next('unseen') AS found_without_select;
 RESET ROLE;
 GRANT EXECUTE ON FUNCTION segment_next(text) TO PUBLIC;
 REVOKE EXECUTE ON FUNCTION segment_next(text) FROM segment_user;
@@ -76,7 +124,12 @@ DROP ROLE segment_user;
 -- From another database: a clear error naming the one the worker serves.
 -- (tested in the system tests, which can connect to a second database)
 
-SELECT p.oid::regprocedure, provolatile, proparallel
+SELECT p.oid::regprocedure, provolatile, proparallel, proisstrict
   FROM pg_proc AS p
  WHERE proname IN ('segment_next', 'segment_create', 'segment_drop', 'segment_status')
  ORDER BY 1::text;
+
+-- TRUNCATE retires every cached tag of the database.
+TRUNCATE segment_tag;
+SELECT segment_next('order');
+SELECT count(*) AS cached_tags FROM segment_status();

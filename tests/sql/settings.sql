@@ -15,6 +15,20 @@ SET pg_idgen.max_clock_borrow = '5s';
 SET pg_idgen.clock_step_policy = 'refuse';
 ALTER SYSTEM SET pg_idgen.node_id = 'seven';
 
+-- ALTER SYSTEM checks each value as the next start would: nothing it accepts stops the server.
+ALTER SYSTEM SET pg_idgen.node_id = '1.5';
+ALTER SYSTEM SET pg_idgen.epoch = 'now';
+ALTER SYSTEM SET pg_idgen.epoch = '2999-01-01 00:00:00+00';
+ALTER SYSTEM SET pg_idgen.database = '';
+ALTER SYSTEM SET pg_idgen.time_bits = 10;
+ALTER SYSTEM SET pg_idgen.max_tags = 0;
+ALTER SYSTEM SET pg_idgen.layout = 'leaf';
+ALTER SYSTEM SET pg_idgen.clock_forward_delay = '2h';
+ALTER SYSTEM SET pg_idgen.nodeid = 3;
+-- A valid value is accepted (and taken back here).
+ALTER SYSTEM SET pg_idgen.node_id = 9;
+ALTER SYSTEM RESET pg_idgen.node_id;
+
 -- The namespace is reserved: a misspelt setting is an error, not a silent new variable.
 SET pg_idgen.nodeid = 8;
 

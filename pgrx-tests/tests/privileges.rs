@@ -1,0 +1,106 @@
+//! System test of what a database owner who is not a superuser can make pg_idgen do.
+
+use pg_idgen_system_tests::{started_cluster, Client};
+
+/// Everything pg_idgen's SQL uses, planted by the owner in `public` under the same name and
+/// argument types: each logs its call and, if run by a superuser, makes the owner a superuser.
+const PLANTS: &str = r#"
+CREATE TABLE public.planted_calls (what text, by_user name);
+GRANT INSERT ON public.planted_calls TO PUBLIC;
+CREATE FUNCTION public.plant_hit(what text) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO public.planted_calls VALUES (what, current_user);
+    IF (SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname = current_user) THEN
+        EXECUTE 'ALTER ROLE owner SUPERUSER';
+    END IF;
+END $$;
+CREATE FUNCTION public.quote_ident(name) RETURNS text LANGUAGE plpgsql AS
+    $$ BEGIN PERFORM public.plant_hit('quote_ident(name)'); RETURN pg_catalog.quote_ident($1::text); END $$;
+CREATE FUNCTION public.quote_ident(text) RETURNS text LANGUAGE plpgsql AS
+    $$ BEGIN PERFORM public.plant_hit('quote_ident(text)'); RETURN pg_catalog.quote_ident($1); END $$;
+CREATE FUNCTION public.now() RETURNS timestamptz LANGUAGE plpgsql AS
+    $$ BEGIN PERFORM public.plant_hit('now()'); RETURN pg_catalog.now(); END $$;
+CREATE FUNCTION public.greatest(bigint, bigint) RETURNS bigint LANGUAGE plpgsql AS
+    $$ BEGIN PERFORM public.plant_hit('greatest'); RETURN 1; END $$;
+CREATE FUNCTION public.int8(integer) RETURNS bigint LANGUAGE plpgsql AS
+    $$ BEGIN PERFORM public.plant_hit('int8(integer)'); RETURN $1; END $$;
+CREATE FUNCTION public.planted_texteq(text, text) RETURNS boolean LANGUAGE plpgsql AS
+    $$ BEGIN PERFORM public.plant_hit('text = text'); RETURN pg_catalog.texteq($1, $2); END $$;
+CREATE OPERATOR public.= (LEFTARG = text, RIGHTARG = text, FUNCTION = public.planted_texteq);
+CREATE FUNCTION public.planted_int8pl(bigint, bigint) RETURNS bigint LANGUAGE plpgsql AS
+    $$ BEGIN PERFORM public.plant_hit('bigint + bigint'); RETURN pg_catalog.int8pl($1, $2); END $$;
+CREATE OPERATOR public.+ (LEFTARG = bigint, RIGHTARG = bigint, FUNCTION = public.planted_int8pl);
+CREATE FUNCTION public.planted_int8mi(bigint, bigint) RETURNS bigint LANGUAGE plpgsql AS
+    $$ BEGIN PERFORM public.plant_hit('bigint - bigint'); RETURN pg_catalog.int8mi($1, $2); END $$;
+CREATE OPERATOR public.- (LEFTARG = bigint, RIGHTARG = bigint, FUNCTION = public.planted_int8mi);
+CREATE FUNCTION public.planted_int84pl(bigint, integer) RETURNS bigint LANGUAGE plpgsql AS
+    $$ BEGIN PERFORM public.plant_hit('bigint + integer'); RETURN pg_catalog.int84pl($1, $2); END $$;
+CREATE OPERATOR public.+ (LEFTARG = bigint, RIGHTARG = integer, FUNCTION = public.planted_int84pl);
+CREATE FUNCTION public.planted_int8ge(bigint, bigint) RETURNS boolean LANGUAGE plpgsql AS
+    $$ BEGIN PERFORM public.plant_hit('bigint >= bigint'); RETURN pg_catalog.int8ge($1, $2); END $$;
+CREATE OPERATOR public.>= (LEFTARG = bigint, RIGHTARG = bigint, FUNCTION = public.planted_int8ge);
+-- The owner may also reorder the search path of every session in the database, the worker's
+-- included.
+ALTER DATABASE app SET search_path = public, pg_catalog;
+"#;
+
+/// What else the owner may set for every session of the database: commits asynchronous,
+/// transactions read-only.
+const SETTINGS: &str = "ALTER DATABASE app SET synchronous_commit = off; ALTER DATABASE app SET default_transaction_read_only = on;";
+
+fn planted_calls(db: &mut Client) -> Vec<String> {
+    db.query("SELECT what || ' by ' || by_user FROM public.planted_calls", &[]).unwrap().iter().map(|r| r.get(0)).collect()
+}
+
+/// Restarts the worker, so that it connects with the database's current settings.
+fn restart_worker(db: &mut Client) {
+    db.batch_execute(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE backend_type = 'pg_idgen worker';
+         SELECT pg_sleep(1.5);",
+    )
+    .unwrap();
+}
+
+/// As a superuser, in a session with the database's settings: creates a tag, takes 5,000 of its
+/// numbers (500 ranges of 10, each allocated by the worker) and drops it; returns how many distinct.
+fn use_segments(db: &mut Client, tag: &str) -> i64 {
+    // (Statements of their own: a batch is one transaction, maybe begun read-only.)
+    db.batch_execute("SET default_transaction_read_only = off").unwrap();
+    db.execute("SELECT segment_create($1, step => 10)", &[&tag]).unwrap();
+    let distinct: i64 =
+        db.query_one("SELECT count(DISTINCT segment_next($1)) FROM generate_series(1, 5000)", &[&tag]).unwrap().get(0);
+    db.execute("SELECT segment_drop($1)", &[&tag]).unwrap();
+    distinct
+}
+
+/// Claim: the owner of pg_idgen.database, not a superuser, plants in `public` functions and
+/// operators named like everything pg_idgen's SQL uses and puts `public` first on the database's
+/// search path; then the pg_idgen worker (a superuser session, restarted to take the database's
+/// settings) allocates ranges and a superuser runs segment_create, segment_next and segment_drop.
+/// No planted object is ever called, the owner stays a non-superuser, and the numbers are right.
+/// Then the owner makes the database's commits asynchronous and its transactions read-only: the
+/// worker still allocates.
+#[test]
+fn a_database_owner_cannot_plant_code_that_pg_idgen_runs() {
+    let cluster = started_cluster("privileges", 54389, &["pg_idgen.database = 'app'", "pg_idgen.segment_max_step = 10"]);
+    let mut postgres = cluster.connect();
+    postgres.batch_execute("CREATE ROLE owner LOGIN").unwrap();
+    postgres.batch_execute("CREATE DATABASE app OWNER owner").unwrap();
+    cluster.connect_to("app").batch_execute("CREATE EXTENSION pg_idgen").unwrap();
+    let mut owner = cluster.connect_as("app", "owner");
+    owner.batch_execute(PLANTS).unwrap();
+    restart_worker(&mut postgres);
+
+    let mut superuser = cluster.connect_to("app");
+    let path: String = superuser.query_one("SHOW search_path", &[]).unwrap().get(0);
+    assert_eq!(path, "public, pg_catalog", "the superuser's session runs with the owner's path");
+    assert_eq!(use_segments(&mut superuser, "p"), 5000);
+    assert_eq!(planted_calls(&mut superuser), Vec::<String>::new(), "pg_idgen called a planted object");
+    let owner_is_superuser: bool =
+        owner.query_one("SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname = 'owner'", &[]).unwrap().get(0);
+    assert!(!owner_is_superuser, "the owner became a superuser");
+
+    owner.batch_execute(SETTINGS).unwrap();
+    restart_worker(&mut postgres);
+    assert_eq!(use_segments(&mut cluster.connect_to("app"), "q"), 5000, "the worker allocates despite the database's settings");
+}

@@ -1,0 +1,425 @@
+//! The tag table `segment_tag` as pg_idgen's own code reaches it.
+//!
+//! - It is found through the catalogs (the relation named `segment_tag` that belongs to extension
+//!   pg_idgen), never by a name on the search path, and found again on every use: the schema may
+//!   be renamed, the extension dropped and created again.
+//! - `segment_next()` looks a tag up with an index scan through the C API: no SQL, no search
+//!   path, no transaction id (so it works in parallel workers and read-only transactions), and a
+//!   locked table makes it wait at most `pg_idgen.segment_wait_timeout`.
+//! - SQL that pg_idgen does run (the worker's allocation, `segment_create`, `segment_drop`) names
+//!   every object with its schema and runs with `search_path = pg_catalog, pg_temp`: a database
+//!   owner cannot plant an operator or function that pg_idgen's SQL would call.
+//! - Whatever removes or rewrites rows — `DELETE`, `UPDATE`, `TRUNCATE`, dropping the table or
+//!   the extension — retires the cached ranges of the tags concerned (triggers and an object
+//!   access hook): a cache never outlives the row it was allocated from.
+
+use std::ffi::{c_void, CStr};
+
+use pgrx::callconv::{Arg, ArgAbi, BoxRet, FcInfo};
+use pgrx::nullable::Nullable;
+use pgrx::pg_sys;
+use pgrx::pgrx_sql_entity_graph::metadata::{ArgumentError, ReturnsError, ReturnsRef, SqlMappingRef, SqlTranslatable, TypeOrigin};
+use pgrx::prelude::*;
+
+use crate::c_function::c_functions;
+use crate::{clock, errors, segment};
+
+/// The text of an argument as its bytes, in the database's encoding: tags need not be UTF-8
+/// (pgrx's `&str` would refuse them in a LATIN1 database).
+#[derive(Clone, Copy, Debug)]
+pub struct TextBytes<'a>(pub &'a [u8]);
+
+impl FromDatum for TextBytes<'_> {
+    unsafe fn from_polymorphic_datum(datum: pg_sys::Datum, is_null: bool, typoid: pg_sys::Oid) -> Option<Self> {
+        // SAFETY: text and bytea are both varlenas; the slice borrows the (detoasted) argument.
+        unsafe { <&[u8]>::from_polymorphic_datum(datum, is_null, typoid) }.map(TextBytes)
+    }
+}
+
+unsafe impl<'fcx> ArgAbi<'fcx> for TextBytes<'fcx> {
+    unsafe fn unbox_arg_unchecked(arg: Arg<'_, 'fcx>) -> Self {
+        let index = arg.index();
+        // SAFETY: the caller guarantees the argument is a text datum.
+        unsafe { arg.unbox_arg_using_from_datum() }.unwrap_or_else(|| panic!("argument {index} must not be null"))
+    }
+
+    unsafe fn unbox_nullable_arg(arg: Arg<'_, 'fcx>) -> Nullable<Self> {
+        // SAFETY: as above.
+        unsafe { arg.unbox_arg_using_from_datum() }.into()
+    }
+}
+
+unsafe impl SqlTranslatable for TextBytes<'_> {
+    const TYPE_IDENT: &'static str = pgrx::pgrx_resolved_type!(TextBytes);
+    const TYPE_ORIGIN: TypeOrigin = TypeOrigin::External;
+    const ARGUMENT_SQL: Result<SqlMappingRef, ArgumentError> = Ok(SqlMappingRef::literal("text"));
+    const RETURN_SQL: Result<ReturnsRef, ReturnsError> = Ok(ReturnsRef::One(SqlMappingRef::literal("text")));
+}
+
+/// Text made of bytes in the database's encoding, as a result: a tag shown as it is stored.
+#[derive(Clone, Debug)]
+pub struct TextOut(pub Vec<u8>);
+
+impl IntoDatum for TextOut {
+    fn into_datum(self) -> Option<pg_sys::Datum> {
+        // SAFETY: cstring_to_text_with_len copies the bytes into a palloc'd text.
+        Some(pg_sys::Datum::from(unsafe { pg_sys::cstring_to_text_with_len(self.0.as_ptr().cast(), self.0.len() as i32) }))
+    }
+
+    fn type_oid() -> pg_sys::Oid {
+        pg_sys::TEXTOID
+    }
+}
+
+unsafe impl BoxRet for TextOut {
+    unsafe fn box_into<'fcx>(self, fcinfo: &mut FcInfo<'fcx>) -> pgrx::datum::Datum<'fcx> {
+        match self.into_datum() {
+            // SAFETY: a text datum for a function declared to return text.
+            Some(datum) => unsafe { fcinfo.return_raw_datum(datum) },
+            None => fcinfo.return_null(),
+        }
+    }
+}
+
+unsafe impl SqlTranslatable for TextOut {
+    const TYPE_IDENT: &'static str = pgrx::pgrx_resolved_type!(TextOut);
+    const TYPE_ORIGIN: TypeOrigin = TypeOrigin::External;
+    const ARGUMENT_SQL: Result<SqlMappingRef, ArgumentError> = Ok(SqlMappingRef::literal("text"));
+    const RETURN_SQL: Result<ReturnsRef, ReturnsError> = Ok(ReturnsRef::One(SqlMappingRef::literal("text")));
+}
+
+/// A tag for messages: as it is when its bytes are UTF-8 (they are then also the database's own
+/// bytes), with other bytes written `\xNN`, so that a message never carries invalid text.
+pub fn display(tag: &[u8]) -> String {
+    match std::str::from_utf8(tag) {
+        Ok(text) => text.to_string(),
+        Err(_) => tag.iter().map(|&b| if b.is_ascii() { (b as char).to_string() } else { format!("\\x{b:02x}") }).collect(),
+    }
+}
+
+/// A text datum of `bytes` for SPI, typed `text` (a bytea varlena has the same representation).
+pub fn text_arg(bytes: &[u8]) -> pgrx::datum::DatumWithOid<'_> {
+    // SAFETY: the bytes are a valid text value in the database's encoding.
+    unsafe { pgrx::datum::DatumWithOid::new(bytes, pg_sys::TEXTOID) }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Finding the table
+// ---------------------------------------------------------------------------------------------
+
+/// pg_depend and its index on (refclassid, refobjid, refobjsubid): catalog OIDs, fixed in
+/// PostgreSQL's catalogs (not in pgrx's bindings).
+const DEPEND_RELATION_ID: u32 = 2608;
+const DEPEND_REFERENCE_INDEX_ID: u32 = 2674;
+const TAG_TABLE: &CStr = c"segment_tag";
+
+/// The OID of this database's tag table: the relation named `segment_tag` that is a member of
+/// extension pg_idgen, wherever its schema is. None when the extension is not installed.
+pub fn tag_table_oid() -> Option<pg_sys::Oid> {
+    // SAFETY: catalog scans in a transaction, with the catalog snapshot; the scan and the
+    // relation are closed before returning.
+    unsafe {
+        let extension = pg_sys::get_extension_oid(c"pg_idgen".as_ptr(), true);
+        if extension == pg_sys::InvalidOid {
+            return None;
+        }
+        let depend = pg_sys::table_open(pg_sys::Oid::from(DEPEND_RELATION_ID), pg_sys::AccessShareLock as i32);
+        let mut keys = [pg_sys::ScanKeyData::default(); 2];
+        // Attributes of pg_depend: 1 classid, 2 objid, 4 refclassid, 5 refobjid, 7 deptype.
+        pg_sys::ScanKeyInit(&mut keys[0], 4, pg_sys::BTEqualStrategyNumber as u16, pg_sys::Oid::from(pg_sys::F_OIDEQ), pg_sys::ExtensionRelationId.into());
+        pg_sys::ScanKeyInit(&mut keys[1], 5, pg_sys::BTEqualStrategyNumber as u16, pg_sys::Oid::from(pg_sys::F_OIDEQ), extension.into());
+        let scan = pg_sys::systable_beginscan(
+            depend,
+            pg_sys::Oid::from(DEPEND_REFERENCE_INDEX_ID),
+            true,
+            std::ptr::null_mut(),
+            2,
+            keys.as_mut_ptr(),
+        );
+        let mut found = None;
+        loop {
+            let tuple = pg_sys::systable_getnext(scan);
+            if tuple.is_null() {
+                break;
+            }
+            let desc = (*depend).rd_att;
+            let mut null = false;
+            let classid = pg_sys::Oid::from_datum(pg_sys::heap_getattr(tuple, 1, desc, &mut null), false).unwrap_or_default();
+            let objid = pg_sys::Oid::from_datum(pg_sys::heap_getattr(tuple, 2, desc, &mut null), false).unwrap_or_default();
+            let deptype = pg_sys::heap_getattr(tuple, 7, desc, &mut null).value() as u8;
+            if classid == pg_sys::RelationRelationId && deptype == b'e' {
+                let name = pg_sys::get_rel_name(objid);
+                if !name.is_null() && CStr::from_ptr(name) == TAG_TABLE {
+                    found = Some(objid);
+                    break;
+                }
+            }
+        }
+        pg_sys::systable_endscan(scan);
+        pg_sys::table_close(depend, pg_sys::AccessShareLock as i32);
+        found
+    }
+}
+
+/// The tag table's name for SQL text: schema and table, each quoted as needed; None if it went
+/// meanwhile.
+pub fn qualified_name(table: pg_sys::Oid) -> Option<String> {
+    // SAFETY: the lookups return palloc'd C strings or NULL; quote_qualified_identifier gets
+    // only non-NULL ones.
+    unsafe {
+        let schema = pg_sys::get_namespace_name(pg_sys::get_rel_namespace(table));
+        let name = pg_sys::get_rel_name(table);
+        if schema.is_null() || name.is_null() {
+            return None;
+        }
+        Some(CStr::from_ptr(pg_sys::quote_qualified_identifier(schema, name)).to_string_lossy().into_owned())
+    }
+}
+
+/// The tag table's qualified name, or an error that says the extension is missing here.
+pub fn require_tag_table() -> String {
+    tag_table_oid().and_then(qualified_name).unwrap_or_else(|| {
+        errors::raise(
+            PgSqlErrorCode::ERRCODE_UNDEFINED_TABLE,
+            "pg_idgen's tag table does not exist in this database".into(),
+            None,
+            Some("CREATE EXTENSION pg_idgen in this database first."),
+        )
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// Looking a tag up
+// ---------------------------------------------------------------------------------------------
+
+/// Whether `tag` has a row that this transaction sees. Waits for a lock on the table until
+/// `deadline_ms` (monotonic), then raises 55P03.
+pub fn tag_exists(tag: &[u8], deadline_ms: i64) -> bool {
+    // Why look again once locked: the table may have been dropped (and the extension created
+    // anew) while the lock was awaited.
+    let table = loop {
+        let Some(table) = tag_table_oid() else { return false };
+        lock_until(table, deadline_ms, tag);
+        if tag_table_oid() == Some(table) {
+            break table;
+        }
+    };
+    // SAFETY: the table is locked; the scan uses the statement's snapshot and ends before the
+    // relation is closed (the lock is kept to the end of the transaction, as PostgreSQL does).
+    unsafe {
+        let relation = pg_sys::table_open(table, pg_sys::NoLock as i32);
+        let column = pg_sys::get_attnum(table, c"tag".as_ptr());
+        let index = pg_sys::RelationGetPrimaryKeyIndex(relation);
+        let value = pg_sys::cstring_to_text_with_len(tag.as_ptr().cast(), tag.len() as i32);
+        let mut key = pg_sys::ScanKeyData::default();
+        // Why the default collation: the primary key index orders by the column's collation, and
+        // the scan must descend it in the same order.
+        pg_sys::ScanKeyEntryInitialize(
+            &mut key,
+            0,
+            column,
+            pg_sys::BTEqualStrategyNumber as u16,
+            pg_sys::InvalidOid,
+            pg_sys::DEFAULT_COLLATION_OID,
+            pg_sys::Oid::from(pg_sys::F_TEXTEQ),
+            pg_sys::Datum::from(value),
+        );
+        let snapshot = if pg_sys::ActiveSnapshotSet() { pg_sys::GetActiveSnapshot() } else { pg_sys::GetTransactionSnapshot() };
+        let scan = pg_sys::systable_beginscan(relation, index, index != pg_sys::InvalidOid, snapshot, 1, &mut key);
+        let found = !pg_sys::systable_getnext(scan).is_null();
+        pg_sys::systable_endscan(scan);
+        pg_sys::table_close(relation, pg_sys::NoLock as i32);
+        found
+    }
+}
+
+/// Takes ACCESS SHARE on the table, waiting at most until the deadline (a session holding ACCESS
+/// EXCLUSIVE would otherwise hold the call for as long as it likes).
+fn lock_until(table: pg_sys::Oid, deadline_ms: i64, tag: &[u8]) {
+    // SAFETY: a lock request on an existing relation; released at the end of the transaction.
+    while !unsafe { pg_sys::ConditionalLockRelationOid(table, pg_sys::AccessShareLock as i32) } {
+        if clock::monotonic_millis() >= deadline_ms {
+            errors::raise(
+                PgSqlErrorCode::ERRCODE_LOCK_NOT_AVAILABLE,
+                format!("could not look up segment tag \"{}\": the tag table is locked", display(tag)),
+                Some(format!(
+                    "The call waited pg_idgen.segment_wait_timeout ({} ms) for a lock on the tag table.",
+                    crate::settings::config().segments.wait_timeout_ms
+                )),
+                Some("Look for sessions holding locks on the tag table (pg_locks)."),
+            );
+        }
+        // SAFETY: a plain sleep; interrupts are checked right after.
+        unsafe { pg_sys::pg_usleep(10_000) };
+        pgrx::check_for_interrupts!();
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// SQL that pg_idgen runs
+// ---------------------------------------------------------------------------------------------
+
+/// Runs `f` with `search_path = pg_catalog, pg_temp`, as PostgreSQL runs its own internal SQL;
+/// the previous path comes back afterwards (also when `f` raises an error: the transaction's
+/// abort undoes the setting).
+pub fn with_catalog_search_path<T>(f: impl FnOnce() -> T) -> T {
+    // SAFETY: a GUC nest level opened and closed around `f`, as for a function's SET clause.
+    unsafe {
+        let level = pg_sys::NewGUCNestLevel();
+        pg_sys::set_config_option(
+            c"search_path".as_ptr(),
+            c"pg_catalog, pg_temp".as_ptr(),
+            pg_sys::GucContext::PGC_USERSET,
+            pg_sys::GucSource::PGC_S_SESSION,
+            pg_sys::GucAction::GUC_ACTION_SAVE,
+            true,
+            0,
+            false,
+        );
+        let result = f();
+        pg_sys::AtEOXact_GUC(true, level);
+        result
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Keeping the cache in step with the table
+// ---------------------------------------------------------------------------------------------
+
+std::thread_local! {
+    /// Set while this process's pg_idgen worker updates a row to allocate a range: that update
+    /// is the one change of a row that must not retire its tag's cache.
+    static ALLOCATING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs the worker's allocation with the trigger told it is the worker's own.
+pub fn as_allocation<T>(f: impl FnOnce() -> T) -> T {
+    struct Reset;
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            ALLOCATING.set(false);
+        }
+    }
+    ALLOCATING.set(true);
+    let _reset = Reset;
+    f()
+}
+
+/// The text of a tuple's attribute `name` as bytes, or None when NULL.
+///
+/// # Safety
+/// `tuple` is a valid tuple of `relation`.
+unsafe fn attribute_bytes(relation: pg_sys::Relation, tuple: pg_sys::HeapTuple, name: &CStr) -> Option<Vec<u8>> {
+    // SAFETY: per the function's contract.
+    unsafe {
+        let attnum = pg_sys::get_attnum((*relation).rd_id, name.as_ptr());
+        let mut null = false;
+        let datum = pg_sys::heap_getattr(tuple, attnum as i32, (*relation).rd_att, &mut null);
+        (!null).then(|| <&[u8]>::from_polymorphic_datum(datum, false, pg_sys::TEXTOID).unwrap_or_default().to_vec())
+    }
+}
+
+/// # Safety
+/// As `attribute_bytes`; the attribute is a bigint.
+unsafe fn attribute_i64(relation: pg_sys::Relation, tuple: pg_sys::HeapTuple, name: &CStr) -> Option<i64> {
+    // SAFETY: per the function's contract.
+    unsafe {
+        let attnum = pg_sys::get_attnum((*relation).rd_id, name.as_ptr());
+        let mut null = false;
+        let datum = pg_sys::heap_getattr(tuple, attnum as i32, (*relation).rd_att, &mut null);
+        i64::from_datum(datum, null)
+    }
+}
+
+c_functions! {
+    /// The trigger on `segment_tag` (AFTER UPDATE OR DELETE FOR EACH ROW, AFTER TRUNCATE): retires
+    /// the cache of every tag whose row went or changed, and refuses to move `max_id` back, which
+    /// would hand out numbers again.
+    fn pg_idgen_segment_tag_changed / pg_finfo_pg_idgen_segment_tag_changed (fcinfo) {
+        let context = (*fcinfo).context;
+        if context.is_null() || (*context).type_ != pg_sys::NodeTag::T_TriggerData {
+            errors::raise(
+                PgSqlErrorCode::ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED,
+                "pg_idgen_segment_tag_changed() must be called as a trigger".into(),
+                None,
+                None,
+            );
+        }
+        let trigger = &*(context as *const pg_sys::TriggerData);
+        let relation = trigger.tg_relation;
+        match trigger.tg_event & pg_sys::TRIGGER_EVENT_OPMASK {
+            pg_sys::TRIGGER_EVENT_TRUNCATE => segment::retire_database(pg_sys::MyDatabaseId),
+            pg_sys::TRIGGER_EVENT_DELETE => {
+                if let Some(tag) = attribute_bytes(relation, trigger.tg_trigtuple, c"tag") {
+                    segment::retire_tag(pg_sys::MyDatabaseId, &tag);
+                }
+            }
+            pg_sys::TRIGGER_EVENT_UPDATE if !ALLOCATING.get() => {
+                let (old, new) = (trigger.tg_trigtuple, trigger.tg_newtuple);
+                let old_tag = attribute_bytes(relation, old, c"tag");
+                let new_tag = attribute_bytes(relation, new, c"tag");
+                let (old_max, new_max) = (attribute_i64(relation, old, c"max_id"), attribute_i64(relation, new, c"max_id"));
+                if let (Some(old_max), Some(new_max)) = (old_max, new_max) {
+                    if new_max < old_max {
+                        errors::raise(
+                            PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+                            format!(
+                                "max_id of segment tag \"{}\" cannot move back from {old_max} to {new_max}",
+                                display(old_tag.as_deref().unwrap_or_default())
+                            ),
+                            Some("Numbers up to max_id may have been handed out already; moving it back would hand them out again.".into()),
+                            Some("To number a tag from the start again, drop it and create it anew (segment_drop, segment_create)."),
+                        );
+                    }
+                }
+                if old_tag != new_tag || old_max != new_max {
+                    for tag in [old_tag, new_tag].into_iter().flatten() {
+                        segment::retire_tag(pg_sys::MyDatabaseId, &tag);
+                    }
+                }
+            }
+            _ => {}
+        }
+        pg_sys::Datum::from(0)
+    }
+}
+
+static mut PREVIOUS_OBJECT_ACCESS_HOOK: pg_sys::object_access_hook_type = None;
+
+/// Installs the hook that notices the tag table being dropped (DROP TABLE, DROP EXTENSION, DROP
+/// SCHEMA … CASCADE), which no row trigger sees. Called from `_PG_init` while preloading.
+pub fn install_drop_hook() {
+    // SAFETY: hooks are installed once, in the postmaster, before any backend exists.
+    unsafe {
+        PREVIOUS_OBJECT_ACCESS_HOOK = pg_sys::object_access_hook;
+        pg_sys::object_access_hook = Some(on_object_access);
+    }
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn on_object_access(
+    access: pg_sys::ObjectAccessType::Type,
+    class_id: pg_sys::Oid,
+    object_id: pg_sys::Oid,
+    sub_id: i32,
+    arg: *mut c_void,
+) {
+    // SAFETY: the previous hook is called with the arguments PostgreSQL gave; the catalog lookups
+    // run inside the dropping transaction.
+    unsafe {
+        if let Some(previous) = PREVIOUS_OBJECT_ACCESS_HOOK {
+            previous(access, class_id, object_id, sub_id, arg);
+        }
+        if access != pg_sys::ObjectAccessType::OAT_DROP || class_id != pg_sys::RelationRelationId || sub_id != 0 {
+            return;
+        }
+        let name = pg_sys::get_rel_name(object_id);
+        if name.is_null() || CStr::from_ptr(name) != TAG_TABLE {
+            return;
+        }
+        let ours = pg_sys::get_extension_oid(c"pg_idgen".as_ptr(), true);
+        if ours != pg_sys::InvalidOid && pg_sys::getExtensionOfObject(pg_sys::RelationRelationId, object_id) == ours {
+            segment::retire_database(pg_sys::MyDatabaseId);
+        }
+    }
+}
