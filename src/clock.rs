@@ -54,6 +54,11 @@ impl GeneratorClock {
         self.offset_us.fetch_max(unix_us - monotonic_us, Relaxed);
     }
 
+    /// Unix time minus monotonic time, in µs.
+    pub fn offset_us(&self) -> i64 {
+        self.offset_us.load(Relaxed)
+    }
+
     /// What the clock read (Unix µs) at monotonic time `monotonic_us`.
     pub fn at(&self, monotonic_us: i64) -> i64 {
         monotonic_us + self.offset_us.load(Relaxed)

@@ -79,7 +79,7 @@ pub extern "C-unwind" fn pg_idgen_clock_worker_main(_arg: pg_sys::Datum) {
     }
     log!(
         "pg_idgen clock worker started; high-water mark {}, reserve {} ms, clock step policy {}",
-        crate::clock::format_unix_micros(state.mark.durable_us.load(Relaxed)),
+        crate::clock::format_unix_micros(state.mark.latest_durable_us()),
         config.clock_reserve_ms,
         config.clock_step_policy.name()
     );

@@ -36,6 +36,7 @@ pub extern "C-unwind" fn _PG_init() {
         shmem::install_hooks();
         mark::register_wal_resource_manager();
         segment_table::install_drop_hook();
+        segment_table::install_analysis_guard();
         // Why no workers under pg_upgrade: no ids are made then, and a worker connected to a
         // database would keep pg_upgrade from creating it anew.
         if !unsafe { pgrx::pg_sys::IsBinaryUpgrade } {

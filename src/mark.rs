@@ -1,7 +1,10 @@
-//! The high-water mark: a Unix time that no time-based id has reached, made durable before any
-//! generator may reach it, together with what the ids below it were made with.
+//! The high-water marks: for each time-based family, a Unix time that none of its ids has
+//! reached, made durable before the generator may reach it, together with what the ids below it
+//! were made with. Why one mark per family: a family moved far ahead (an advance past a restored
+//! id) must not drag the others' floors with it.
 //!
-//! The clock worker keeps the mark `pg_idgen.clock_reserve` ahead of the time in use. A new mark
+//! The clock worker keeps each mark `pg_idgen.clock_reserve` ahead of its family's time in use. A
+//! new record
 //! is first written to WAL as a record of pg_idgen's own resource manager and flushed, then
 //! written to two files in the data directory (`pg_idgen.mark` and its copy `pg_idgen/mark`, each
 //! fsynced and renamed into place), and only then published to the generators as their limits.
@@ -51,22 +54,34 @@ const RMGR_NAME: &CStr = c"pg_idgen";
 const XLOG_MARK_V0: u8 = 0x10;
 const XLOG_MARK: u8 = 0x20;
 
+/// The time-based families, in the order of the marks: snowflake, ObjectId, UUIDv7.
+pub const FAMILIES: usize = 3;
+const SNOWFLAKE: usize = 0;
+
 #[repr(C)]
 pub struct MarkState {
-    /// The durable mark (Unix µs): no generator hands out a value of this time or later.
-    pub durable_us: AtomicI64,
-    /// When the clock worker last moved the mark (Unix µs), 0 before it has.
+    /// The durable marks (Unix µs): no generator hands out a value of its mark's time or later.
+    pub durable_us: [AtomicI64; FAMILIES],
+    /// When the clock worker last moved the marks (Unix µs), 0 before it has.
     pub advanced_at_us: AtomicI64,
-    /// The mark both files hold (a standby's replay skips writing older ones).
-    pub persisted_us: AtomicI64,
+    /// The marks both files hold (a standby's replay skips writing older ones).
+    pub persisted_us: [AtomicI64; FAMILIES],
     /// Whether this server has ever handed out a snowflake id (carried in every record).
     pub snowflake_made: AtomicBool,
+}
+
+impl MarkState {
+    /// The latest of the durable marks: no id of any family has reached it.
+    pub fn latest_durable_us(&self) -> i64 {
+        self.durable_us.iter().map(|m| m.load(Relaxed)).max().unwrap_or(0)
+    }
 }
 
 /// What a mark file or WAL record says.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MarkRecord {
-    pub mark_us: i64,
+    /// One mark per family, in the order of `generators`.
+    pub marks_us: [i64; FAMILIES],
     /// The snowflake layout in use; None in a file of version 0.2, which did not say.
     pub layout: Option<Layout>,
     pub node_id: Option<u32>,
@@ -85,8 +100,31 @@ impl FileContent {
 }
 
 impl MarkRecord {
+    /// The later of two records, family by family (a crash between writing the two copies leaves
+    /// one newer; either is durable).
+    fn later(&self, other: &MarkRecord) -> MarkRecord {
+        let newer = if self.latest_us() >= other.latest_us() { self } else { other };
+        MarkRecord {
+            marks_us: std::array::from_fn(|i| self.marks_us[i].max(other.marks_us[i])),
+            snowflake_made: self.snowflake_made || other.snowflake_made,
+            ..*newer
+        }
+    }
+
+    fn latest_us(&self) -> i64 {
+        self.marks_us.iter().copied().max().unwrap_or(0)
+    }
+
+    /// A record of version 0.2: one mark for all.
+    fn version02(mark_us: i64) -> MarkRecord {
+        MarkRecord { marks_us: [mark_us; FAMILIES], layout: None, node_id: None, snowflake_made: true }
+    }
+
     fn to_text(self) -> String {
-        let mut text = format!("{FORMAT_LINE}\nmark_us {}\n", self.mark_us);
+        let mut text = format!("{FORMAT_LINE}\n");
+        for (key, mark_us) in FAMILY_KEYS.iter().zip(self.marks_us) {
+            text += &format!("mark_us {key} {mark_us}\n");
+        }
         if let Some(l) = self.layout {
             text += &format!(
                 "snowflake_layout {} {} {} {} {} {}\n",
@@ -117,24 +155,30 @@ enum FileContent {
     MadeByPgUpgrade,
 }
 
+/// The families' names in the file format.
+const FAMILY_KEYS: [&str; FAMILIES] = ["snowflake", "objectid", "uuid7"];
+
 /// Parses the file format (also the payload of a WAL record). A bare number is version 0.2's
 /// format: the mark alone.
 fn parse(text: &str) -> FileContent {
     let damaged = || FileContent::Damaged(text.trim().chars().take(80).collect());
     if let Ok(mark_us) = text.trim().parse::<i64>() {
-        return FileContent::Version02(MarkRecord { mark_us, layout: None, node_id: None, snowflake_made: true });
+        return FileContent::Version02(MarkRecord::version02(mark_us));
     }
     let mut lines = text.lines();
     if lines.next() != Some(FORMAT_LINE) {
         return damaged();
     }
-    let (mut mark_us, mut layout, mut node_id, mut snowflake_made) = (None, None, None, None);
+    let (mut marks_us, mut layout, mut node_id, mut snowflake_made) = ([None; FAMILIES], None, None, None);
     for line in lines {
         let mut words = line.split_whitespace();
         let (Some(key), values) = (words.next(), words.collect::<Vec<_>>()) else { continue };
         match (key, values.as_slice()) {
             (MADE_BY_PG_UPGRADE, []) => return FileContent::MadeByPgUpgrade,
-            ("mark_us", [v]) => mark_us = v.parse::<i64>().ok(),
+            ("mark_us", [family, v]) => match FAMILY_KEYS.iter().position(|key| key == family) {
+                Some(i) => marks_us[i] = v.parse::<i64>().ok(),
+                None => return damaged(),
+            },
             ("snowflake_layout", [preset, time, node, sequence, unit, epoch]) => {
                 let number = |v: &str| v.parse::<u64>().ok();
                 layout = match (Preset::from_name(preset), number(time), number(node), number(sequence), number(unit), epoch.parse().ok()) {
@@ -153,23 +197,25 @@ fn parse(text: &str) -> FileContent {
             _ => return damaged(),
         }
     }
-    match (mark_us, node_id, snowflake_made) {
-        (Some(mark_us), Some(node_id), Some(snowflake_made)) => FileContent::Record(MarkRecord { mark_us, layout, node_id, snowflake_made }),
+    match (marks_us, node_id, snowflake_made) {
+        ([Some(a), Some(b), Some(c)], Some(node_id), Some(snowflake_made)) => {
+            FileContent::Record(MarkRecord { marks_us: [a, b, c], layout, node_id, snowflake_made })
+        }
         _ => damaged(),
     }
 }
 
-/// The time-based generators, each with its own clock and counter.
-fn generators(config: &Config) -> [Generator; 3] {
+/// The time-based generators, each with its own clock and counter, in the order of the marks.
+fn generators(config: &Config) -> [Generator; FAMILIES] {
     [crate::snowflake::generator(&config.layout), crate::objectid::GENERATOR, crate::uuid7::GENERATOR]
 }
 
-/// The record for a new mark: this server's layout and node id.
-fn record_for(state: &SharedState, config: &Config, mark_us: i64) -> MarkRecord {
+/// The record for new marks: this server's layout and node id.
+fn record_for(state: &SharedState, config: &Config, marks_us: [i64; FAMILIES]) -> MarkRecord {
     let snowflake = crate::snowflake::generator(&config.layout);
     let made = state.mark.snowflake_made.load(Relaxed) || snowflake.last_handed_out(state).is_some();
     state.mark.snowflake_made.fetch_or(made, Relaxed);
-    MarkRecord { mark_us, layout: Some(config.layout), node_id: config.node_id, snowflake_made: made }
+    MarkRecord { marks_us, layout: Some(config.layout), node_id: config.node_id, snowflake_made: made }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -182,10 +228,14 @@ fn record_for(state: &SharedState, config: &Config, mark_us: i64) -> MarkRecord 
 pub fn restore_at_start(state: &SharedState) {
     let config = crate::settings::config();
     let Some(record) = read_at_start() else {
-        return; // a data directory that never made ids
+        // A data directory that never made ids: the floors only say that nothing was handed out.
+        for generator in generators(config) {
+            generator.raise_floor(state, 1);
+        }
+        return;
     };
     if let (Some(old), true) = (record.layout, record.snowflake_made) {
-        check_layout_change(config, &old, record.mark_us);
+        check_layout_change(config, &old, record.marks_us[SNOWFLAKE]);
     }
     if record.node_id != config.node_id {
         log!(
@@ -228,14 +278,16 @@ fn read_at_start() -> Option<MarkRecord> {
         }
         (FileContent::Record(a), FileContent::Record(b)) => {
             if version02 && !binary_upgrade {
-                log!("pg_idgen: converting the high-water mark file of version 0.2 and writing its copy");
+                log!(
+                    "pg_idgen: converting the high-water mark file of version 0.2 and writing its copy; it does not say which snowflake layout made the ids, so it is taken to be the one configured now"
+                );
             }
-            if a.mark_us >= b.mark_us { a } else { b }
+            a.later(&b)
         }
         (FileContent::Record(record), FileContent::MadeByPgUpgrade) | (FileContent::MadeByPgUpgrade, FileContent::Record(record)) => {
             // The old cluster's file was copied in over one of the two: take it, for both.
             if !binary_upgrade {
-                log!("pg_idgen: took the high-water mark {} copied from the old cluster", clock::format_unix_micros(record.mark_us));
+                log!("pg_idgen: took the high-water marks copied from the old cluster (up to {})", clock::format_unix_micros(record.latest_us()));
             }
             record
         }
@@ -266,7 +318,7 @@ fn missing(lost: &str, kept: &str, record: &MarkRecord) -> ! {
         PgLogLevel::FATAL,
         format!(
             "file \"{lost}\" is missing, but \"{kept}\" shows this server made ids up to {}",
-            clock::format_unix_micros(record.mark_us)
+            clock::format_unix_micros(record.latest_us())
         ),
         format!(
             "Without it ids could be handed out again. Restore it from the other copy, in the data directory: cp {kept} {lost}; then start the server."
@@ -354,65 +406,67 @@ fn changed_settings(old: &Layout, new: &Layout) -> Vec<(&'static str, String)> {
 /// made), and it may hand out nothing until a later mark is published. At shared-memory creation
 /// and during WAL replay.
 fn restore(state: &SharedState, config: &Config, record: &MarkRecord) {
-    publish(state, config, record.mark_us);
-    state.mark.persisted_us.fetch_max(record.mark_us, Relaxed);
+    publish(state, config, record.marks_us);
+    for (persisted, mark_us) in state.mark.persisted_us.iter().zip(record.marks_us) {
+        persisted.fetch_max(mark_us, Relaxed);
+    }
     state.mark.snowflake_made.fetch_or(record.snowflake_made, Relaxed);
     for (i, generator) in generators(config).iter().enumerate() {
-        let mut floor = generator.state_at(record.mark_us);
-        if let (0, Some(old), true) = (i, record.layout, record.snowflake_made) {
+        let mut floor = generator.state_at(record.marks_us[i]);
+        if let (SNOWFLAKE, Some(old), true) = (i, record.layout, record.snowflake_made) {
             // Snowflake ids of another layout: continue above every id it can have made.
             let new = &config.layout;
-            let tick = new.first_tick_at_or_above(old.bound_before(record.mark_us)).unwrap_or(new.max_tick() + 1);
+            let tick = new.first_tick_at_or_above(old.bound_before(record.marks_us[i])).unwrap_or(new.max_tick() + 1);
             floor = floor.max(tick << generator.counter_bits);
         }
         generator.raise_floor(state, floor);
     }
 }
 
-/// Lets the generators hand out values of times before `mark_us`, which is durable.
-fn publish(state: &SharedState, config: &Config, mark_us: i64) {
-    for generator in generators(config) {
-        (generator.cell)(state).limit.fetch_max(generator.state_at(mark_us), Relaxed);
+/// Lets each generator hand out values of times before its mark, which is durable.
+fn publish(state: &SharedState, config: &Config, marks_us: [i64; FAMILIES]) {
+    for (i, generator) in generators(config).iter().enumerate() {
+        (generator.cell)(state).limit.fetch_max(generator.state_at(marks_us[i]), Relaxed);
+        state.mark.durable_us[i].fetch_max(marks_us[i], Relaxed);
     }
-    state.mark.durable_us.fetch_max(mark_us, Relaxed);
 }
 
 // ---------------------------------------------------------------------------------------------
 // While running: the clock worker moves the mark
 // ---------------------------------------------------------------------------------------------
 
-/// The latest `time(generator, last value)` over the generators (Unix µs).
-fn latest(state: &SharedState, config: &Config, time: fn(&Generator, u64) -> i64) -> i64 {
-    generators(config).iter().map(|generator| time(generator, (generator.cell)(state).last.load(Relaxed))).max().unwrap_or(0)
-}
-
-/// The time just past the last value any generator handed out or may hand out next (its floor):
-/// the end of its tick.
-fn in_use_until_us(state: &SharedState, config: &Config) -> i64 {
-    latest(state, config, Generator::end_of_state_us)
+/// For each family, the time just past the last value it handed out or may hand out next (its
+/// floor): the end of that value's tick.
+fn in_use_until_us(state: &SharedState, config: &Config) -> [i64; FAMILIES] {
+    generators(config).map(|generator| generator.end_of_state_us((generator.cell)(state).last.load(Relaxed)))
 }
 
 /// The time of the newest value any generator handed out: the start of its tick.
 pub fn newest_id_us(state: &SharedState, config: &Config) -> i64 {
-    latest(state, config, Generator::start_of_state_us)
+    generators(config).iter().map(|g| g.start_of_state_us((g.cell)(state).last.load(Relaxed))).max().unwrap_or(0)
 }
 
-/// Called by the clock worker on every look: when less than half the reserve is left between the
-/// time in use (the generators' clock, or a value borrowed or floored past it) and the mark, makes
-/// a new mark a full reserve ahead durable (WAL, then files) and publishes it.
+/// Called by the clock worker on every look: when less than half the reserve is left between a
+/// family's time in use (the generators' clock, or a value borrowed or floored past it) and its
+/// mark, makes new marks a full reserve ahead of each family's time in use durable (WAL, then
+/// files) and publishes them.
 pub fn advance_if_due(state: &SharedState, config: &Config, now: ClockPair) {
     let reserve_us = config.clock_reserve_ms as i64 * 1000;
-    let in_use_us = in_use_until_us(state, config).max(state.generator_clock.now_us());
-    if state.mark.durable_us.load(Relaxed) - in_use_us >= reserve_us / 2 {
+    let clock_us = state.generator_clock.now_us();
+    let in_use_us = in_use_until_us(state, config).map(|us| us.max(clock_us));
+    let durable_us: [i64; FAMILIES] = std::array::from_fn(|i| state.mark.durable_us[i].load(Relaxed));
+    if (0..FAMILIES).all(|i| durable_us[i] - in_use_us[i] >= reserve_us / 2) {
         return;
     }
-    let record = record_for(state, config, in_use_us + reserve_us);
+    let record = record_for(state, config, std::array::from_fn(|i| durable_us[i].max(in_use_us[i] + reserve_us)));
     log_to_wal(&record);
     if let Err(e) = write_record(&record) {
         fail(PgLogLevel::ERROR, format!("could not write file \"{MARK_FILE}\": {e}"), damaged_hint());
     }
-    state.mark.persisted_us.fetch_max(record.mark_us, Relaxed);
-    publish(state, config, record.mark_us);
+    for (persisted, mark_us) in state.mark.persisted_us.iter().zip(record.marks_us) {
+        persisted.fetch_max(mark_us, Relaxed);
+    }
+    publish(state, config, record.marks_us);
     state.mark.advanced_at_us.store(now.wall_us, Relaxed);
 }
 
@@ -473,27 +527,24 @@ fn fail(level: PgLogLevel, message: String, hint: String) -> ! {
     unreachable!("an ERROR or FATAL report does not return")
 }
 
-/// Registers the callback that saves the exact time in use when the postmaster exits, all its
-/// children gone: a clean restart then continues without the reserve's gap. Postmaster only.
-pub fn save_at_exit() {
-    unsafe { pg_sys::on_shmem_exit(Some(save_exact_mark), pg_sys::Datum::from(0)) };
-}
-
-#[pg_guard]
-unsafe extern "C-unwind" fn save_exact_mark(code: i32, _arg: pg_sys::Datum) {
-    // Why only on a clean exit: then no process is left that could still hand out an id, so the
-    // generators' states are final. Any other exit keeps the durable mark in the files. Why not
-    // under pg_upgrade: that start made no ids, and must not replace a file it did not write.
-    if code != 0 || !crate::shmem::is_attached() || unsafe { pg_sys::IsBinaryUpgrade } {
+/// Saves the exact time in use when the postmaster exits cleanly, all its children gone: a clean
+/// restart then continues without the reserve's gap. Why only then: no process is left that could
+/// still hand out an id, so the generators' states are final; any other exit keeps the durable
+/// marks in the files. Why not under pg_upgrade: that start made no ids, and must not replace a
+/// file it did not write.
+pub fn save_exact_marks() {
+    if !crate::shmem::is_attached() || unsafe { pg_sys::IsBinaryUpgrade } {
         return;
     }
     let state = crate::shmem::shared();
     let config = crate::settings::config();
+    let persisted_us: [i64; FAMILIES] = std::array::from_fn(|i| state.mark.persisted_us[i].load(Relaxed));
     let exact_us = in_use_until_us(state, config);
-    // Why only when it is earlier, and a failure only logged: the files then keep the durable mark.
-    if exact_us < state.mark.persisted_us.load(Relaxed) {
-        if let Err(e) = write_record(&record_for(state, config, exact_us)) {
-            warning!("pg_idgen: could not save the exact high-water mark in \"{MARK_FILE}\": {e}");
+    // Why only when earlier, and a failure only logged: the files then keep the durable marks.
+    if (0..FAMILIES).any(|i| exact_us[i] < persisted_us[i]) {
+        let marks_us = std::array::from_fn(|i| exact_us[i].min(persisted_us[i]));
+        if let Err(e) = write_record(&record_for(state, config, marks_us)) {
+            warning!("pg_idgen: could not save the exact high-water marks in \"{MARK_FILE}\": {e}");
         }
     }
 }
@@ -527,10 +578,7 @@ unsafe fn decode_record(record: *mut pg_sys::XLogReaderState) -> Option<MarkReco
         let info = decoded.header.xl_info & pg_sys::XLR_RMGR_INFO_MASK as u8;
         let bytes = std::slice::from_raw_parts(decoded.main_data.cast::<u8>(), decoded.main_data_len as usize);
         match info {
-            XLOG_MARK_V0 if bytes.len() == 8 => {
-                let mark_us = i64::from_le_bytes(bytes.try_into().ok()?);
-                Some(MarkRecord { mark_us, layout: None, node_id: None, snowflake_made: true })
-            }
+            XLOG_MARK_V0 if bytes.len() == 8 => Some(MarkRecord::version02(i64::from_le_bytes(bytes.try_into().ok()?))),
             XLOG_MARK => match parse(std::str::from_utf8(bytes).ok()?) {
                 FileContent::Record(record) | FileContent::Version02(record) => Some(record),
                 _ => None,
@@ -549,13 +597,17 @@ unsafe extern "C-unwind" fn redo(record: *mut pg_sys::XLogReaderState) {
     };
     let state = crate::shmem::shared();
     restore(state, crate::settings::config(), &record);
-    // Why only when it rises: crash recovery also replays marks older than the files'. Why a
+    // Why only when one rises: crash recovery also replays marks older than the files'. Why a
     // failure is only a WARNING: stopping the standby would not make the disk write either; the
     // next record (every half clock_reserve on the primary) tries again.
-    if record.mark_us > state.mark.persisted_us.load(Relaxed) {
-        match write_record(&record) {
+    let persisted_us: [i64; FAMILIES] = std::array::from_fn(|i| state.mark.persisted_us[i].load(Relaxed));
+    if (0..FAMILIES).any(|i| record.marks_us[i] > persisted_us[i]) {
+        let newer = MarkRecord { marks_us: std::array::from_fn(|i| record.marks_us[i].max(persisted_us[i])), ..record };
+        match write_record(&newer) {
             Ok(()) => {
-                state.mark.persisted_us.fetch_max(record.mark_us, Relaxed);
+                for (persisted, mark_us) in state.mark.persisted_us.iter().zip(newer.marks_us) {
+                    persisted.fetch_max(mark_us, Relaxed);
+                }
             }
             Err(e) => warning!("pg_idgen: could not write the replayed high-water mark to \"{MARK_FILE}\": {e}"),
         }
@@ -566,10 +618,9 @@ unsafe extern "C-unwind" fn redo(record: *mut pg_sys::XLogReaderState) {
 unsafe extern "C-unwind" fn describe(buf: pg_sys::StringInfo, record: *mut pg_sys::XLogReaderState) {
     let text = match unsafe { decode_record(record) } {
         Some(record) => format!(
-            "high-water mark {} ({}){}",
-            clock::format_unix_micros(record.mark_us),
-            record.mark_us,
-            record.layout.map(|l| format!(", layout {}", l.describe())).unwrap_or_default()
+            "high-water marks {}{}",
+            FAMILY_KEYS.iter().zip(record.marks_us).map(|(key, us)| format!("{key} {}", clock::format_unix_micros(us))).collect::<Vec<_>>().join(", "),
+            record.layout.map(|l| format!("; layout {}", l.describe())).unwrap_or_default()
         ),
         None => "unknown".to_string(),
     };
@@ -598,10 +649,11 @@ const ADVANCE_WAIT_MS: i64 = 10_000;
 pub fn advance_past(generator: &Generator, state_value: u64, function: &str) {
     let shared = crate::shmem::shared();
     crate::errors::refuse_during_recovery(function);
+    let family = FAMILY_KEYS.iter().position(|key| *key == generator.key).expect("a time-based family");
     generator.raise_floor(shared, state_value.saturating_add(1));
     let needed_us = generator.end_of_state_us(state_value);
     let deadline = clock::monotonic_millis() + ADVANCE_WAIT_MS;
-    while shared.mark.durable_us.load(Relaxed) < needed_us {
+    while shared.mark.durable_us[family].load(Relaxed) < needed_us {
         if clock::monotonic_millis() > deadline {
             crate::errors::raise(
                 PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
@@ -632,21 +684,21 @@ mod tests {
     fn a_record_round_trips_through_the_file_format() {
         let layout = Layout { preset: Preset::Sonyflake, time_bits: 39, node_bits: 16, sequence_bits: 8, unit_ms: 10, epoch_us: 1_735_689_600_000_000 };
         for record in [
-            MarkRecord { mark_us: 1_763_800_000_123_456, layout: Some(layout), node_id: Some(7), snowflake_made: true },
-            MarkRecord { mark_us: 5, layout: None, node_id: None, snowflake_made: false },
+            MarkRecord { marks_us: [1_763_800_000_123_456, 1, 2_000_000_000_000_000], layout: Some(layout), node_id: Some(7), snowflake_made: true },
+            MarkRecord { marks_us: [5; 3], layout: None, node_id: None, snowflake_made: false },
         ] {
             assert_eq!(parse(&record.to_text()), FileContent::Record(record));
         }
         assert_eq!(
             parse("1763800000123456\n"),
-            FileContent::Version02(MarkRecord { mark_us: 1_763_800_000_123_456, layout: None, node_id: None, snowflake_made: true }),
+            FileContent::Version02(MarkRecord::version02(1_763_800_000_123_456)),
             "version 0.2's bare number"
         );
-        let bad_bits = "pg_idgen mark 1\nmark_us 5\nsnowflake_layout twitter 70 10 12 1 0\nnode_id 1\nsnowflake_made true\n";
+        let bad_bits = "pg_idgen mark 1\nmark_us snowflake 5\nmark_us objectid 5\nmark_us uuid7 5\nsnowflake_layout twitter 70 10 12 1 0\nnode_id 1\nsnowflake_made true\n";
         assert!(matches!(parse(bad_bits), FileContent::Damaged(_)), "a layout that cannot be");
         assert!(matches!(parse("not a time"), FileContent::Damaged(_)));
-        assert!(matches!(parse("pg_idgen mark 1\nmark_us 5\n"), FileContent::Damaged(_)), "fields missing");
-        assert!(matches!(parse("pg_idgen mark 2\nmark_us 5\n"), FileContent::Damaged(_)), "a later format");
+        assert!(matches!(parse("pg_idgen mark 1\nmark_us snowflake 5\n"), FileContent::Damaged(_)), "fields missing");
+        assert!(matches!(parse("pg_idgen mark 2\nmark_us snowflake 5\n"), FileContent::Damaged(_)), "a later format");
         assert_eq!(parse("pg_idgen mark 1\nmade_by_pg_upgrade\n"), FileContent::MadeByPgUpgrade);
     }
 }

@@ -80,6 +80,8 @@ impl TickClock {
 /// its name for messages.
 pub struct Generator {
     pub name: &'static str,
+    /// Its name in the mark file (`mark`).
+    pub key: &'static str,
     pub clock: TickClock,
     pub counter_bits: u32,
     /// A new tick's counter starts at a random value below this. Why random: ids made slowly
@@ -245,7 +247,7 @@ impl Generator {
                 format!("the next {} id would pass pg_idgen's persisted high-water mark", self.name),
                 Some(format!(
                     "The mark is {}; the pg_idgen clock worker keeps it pg_idgen.clock_reserve ahead of the ids in use, and has not moved it within pg_idgen.max_clock_wait ({} ms).",
-                    clock::format_unix_micros(state.mark.durable_us.load(Ordering::Relaxed)),
+                    clock::format_unix_micros(self.start_of_state_us((self.cell)(state).limit.load(Ordering::Relaxed))),
                     config.max_clock_wait_ms
                 )),
                 Some("Check that the background worker \"pg_idgen clock\" runs (pg_idgen_status().clock_worker_pid), and the server log for its errors."),

@@ -218,6 +218,7 @@ c_functions! {
 
 pub const GENERATOR: Generator = Generator {
     name: "objectid",
+    key: "objectid",
     clock: SECONDS,
     counter_bits: COUNTER_BITS,
     tick_start_below: MAX_START_COUNTER,

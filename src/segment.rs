@@ -573,12 +573,11 @@ fn segment_create(
         Some(text) => segment_table::text_arg(text.0),
         None => pgrx::datum::DatumWithOid::null_oid(pg_sys::TEXTOID),
     };
-    segment_table::with_catalog_search_path(|| {
-        Spi::run_with_args(
-            &format!("INSERT INTO {table} (tag, max_id, step, description) VALUES ($1, $2, $3, $4)"),
-            &[segment_table::text_arg(tag), (start - 1).into(), step.into(), description],
-        )
+    let args = [segment_table::text_arg(tag), (start - 1).into(), step.into(), description];
+    segment_table::run_on_tag_table(table, "INSERT INTO {table} (tag, max_id, step, description) VALUES ($1, $2, $3, $4)", |sql| {
+        Spi::run_with_args(sql, &args)
     })
+    .unwrap_or_else(|message| errors::raise(PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE, message, None, None))
     .unwrap_or_else(|e| panic!("{e}"));
 }
 
@@ -591,12 +590,10 @@ fn segment_drop(tag: Option<TextBytes>) {
     };
     check_tag_name(tag.0);
     let table = segment_table::require_tag_table();
-    let deleted = segment_table::with_catalog_search_path(|| {
-        Spi::get_one_with_args::<bool>(
-            &format!("DELETE FROM {table} WHERE tag OPERATOR(pg_catalog.=) $1 RETURNING true"),
-            &[segment_table::text_arg(tag.0)],
-        )
-    });
+    let deleted = segment_table::run_on_tag_table(table, "DELETE FROM ONLY {table} WHERE tag OPERATOR(pg_catalog.=) $1 RETURNING true", |sql| {
+        Spi::get_one_with_args::<bool>(sql, &[segment_table::text_arg(tag.0)])
+    })
+    .unwrap_or_else(|message| errors::raise(PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE, message, None, None));
     if !matches!(deleted, Ok(Some(true))) {
         unknown_tag(tag.0, "It is not in the tag table.");
     }

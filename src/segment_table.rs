@@ -8,7 +8,11 @@
 //!   locked table makes it wait at most `pg_idgen.segment_wait_timeout`.
 //! - SQL that pg_idgen does run (the worker's allocation, `segment_create`, `segment_drop`) names
 //!   every object with its schema and runs with `search_path = pg_catalog, pg_temp`: a database
-//!   owner cannot plant an operator or function that pg_idgen's SQL would call.
+//!   owner cannot plant an operator or function that pg_idgen's SQL would call. The table's name
+//!   is pasted into that SQL, and a schema's owner could rename schemas so that the name means
+//!   another table by the time the statement is parsed; so while pg_idgen's statement is
+//!   analysed, a hook checks that every relation it names is the tag table found by its OID, and
+//!   refuses it before it can run otherwise.
 //! - Whatever removes or rewrites rows — `DELETE`, `UPDATE`, `TRUNCATE`, dropping the table or
 //!   the extension — retires the cached ranges of the tags concerned (triggers and an object
 //!   access hook): a cache never outlives the row it was allocated from.
@@ -161,24 +165,28 @@ pub fn tag_table_oid() -> Option<pg_sys::Oid> {
     }
 }
 
-/// The tag table's name for SQL text: schema and table, each quoted as needed; None if it went
-/// meanwhile.
-pub fn qualified_name(table: pg_sys::Oid) -> Option<String> {
+/// The tag table's name for SQL text: schema and table, each quoted as needed. An error (for
+/// the log, or to raise) when the table went meanwhile or its schema's name is not UTF-8 text
+/// (it could not be written into SQL without changing it).
+pub fn qualified_name(table: pg_sys::Oid) -> Result<String, String> {
     // SAFETY: the lookups return palloc'd C strings or NULL; quote_qualified_identifier gets
     // only non-NULL ones.
     unsafe {
         let schema = pg_sys::get_namespace_name(pg_sys::get_rel_namespace(table));
         let name = pg_sys::get_rel_name(table);
         if schema.is_null() || name.is_null() {
-            return None;
+            return Err("the tag table was dropped".into());
         }
-        Some(CStr::from_ptr(pg_sys::quote_qualified_identifier(schema, name)).to_string_lossy().into_owned())
+        let quoted = CStr::from_ptr(pg_sys::quote_qualified_identifier(schema, name));
+        quoted.to_str().map(str::to_string).map_err(|_| {
+            format!("the tag table's name {} is not UTF-8 text, which pg_idgen's SQL cannot name", display(quoted.to_bytes()))
+        })
     }
 }
 
-/// The tag table's qualified name, or an error that says the extension is missing here.
-pub fn require_tag_table() -> String {
-    tag_table_oid().and_then(qualified_name).unwrap_or_else(|| {
+/// The tag table, or an error that says the extension is missing here.
+pub fn require_tag_table() -> pg_sys::Oid {
+    tag_table_oid().unwrap_or_else(|| {
         errors::raise(
             PgSqlErrorCode::ERRCODE_UNDEFINED_TABLE,
             "pg_idgen's tag table does not exist in this database".into(),
@@ -210,17 +218,22 @@ pub fn tag_exists(tag: &[u8], deadline_ms: i64) -> bool {
         let relation = pg_sys::table_open(table, pg_sys::NoLock as i32);
         let column = pg_sys::get_attnum(table, c"tag".as_ptr());
         let index = pg_sys::RelationGetPrimaryKeyIndex(relation);
+        if index != pg_sys::InvalidOid {
+            lock_until(index, deadline_ms, tag); // a REINDEX must not hold the call either
+        }
         let value = pg_sys::cstring_to_text_with_len(tag.as_ptr().cast(), tag.len() as i32);
+        let (mut type_oid, mut typmod, mut collation) = (pg_sys::InvalidOid, 0, pg_sys::InvalidOid);
+        pg_sys::get_atttypetypmodcoll(table, column, &mut type_oid, &mut typmod, &mut collation);
         let mut key = pg_sys::ScanKeyData::default();
-        // Why the default collation: the primary key index orders by the column's collation, and
-        // the scan must descend it in the same order.
+        // Why the column's collation: the primary key index orders by it, and the scan must
+        // descend the index in the same order.
         pg_sys::ScanKeyEntryInitialize(
             &mut key,
             0,
             column,
             pg_sys::BTEqualStrategyNumber as u16,
             pg_sys::InvalidOid,
-            pg_sys::DEFAULT_COLLATION_OID,
+            collation,
             pg_sys::Oid::from(pg_sys::F_TEXTEQ),
             pg_sys::Datum::from(value),
         );
@@ -233,11 +246,11 @@ pub fn tag_exists(tag: &[u8], deadline_ms: i64) -> bool {
     }
 }
 
-/// Takes ACCESS SHARE on the table, waiting at most until the deadline (a session holding ACCESS
-/// EXCLUSIVE would otherwise hold the call for as long as it likes).
-fn lock_until(table: pg_sys::Oid, deadline_ms: i64, tag: &[u8]) {
+/// Takes ACCESS SHARE on a relation (the table, its index), waiting at most until the deadline (a
+/// session holding ACCESS EXCLUSIVE would otherwise hold the call for as long as it likes).
+fn lock_until(relation: pg_sys::Oid, deadline_ms: i64, tag: &[u8]) {
     // SAFETY: a lock request on an existing relation; released at the end of the transaction.
-    while !unsafe { pg_sys::ConditionalLockRelationOid(table, pg_sys::AccessShareLock as i32) } {
+    while !unsafe { pg_sys::ConditionalLockRelationOid(relation, pg_sys::AccessShareLock as i32) } {
         if clock::monotonic_millis() >= deadline_ms {
             errors::raise(
                 PgSqlErrorCode::ERRCODE_LOCK_NOT_AVAILABLE,
@@ -259,10 +272,109 @@ fn lock_until(table: pg_sys::Oid, deadline_ms: i64, tag: &[u8]) {
 // SQL that pg_idgen runs
 // ---------------------------------------------------------------------------------------------
 
+std::thread_local! {
+    /// While pg_idgen runs a statement on the tag table: the table's OID and the statement's text.
+    static GUARDED: std::cell::RefCell<Option<(pg_sys::Oid, std::ffi::CString)>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Runs `statement` (SQL text naming the tag table as `{table}`) through `run`, with the search
+/// path pinned and the analysis guard on: the statement runs only if every relation it names is
+/// the tag table `table`.
+pub fn run_on_tag_table<T>(table: pg_sys::Oid, statement: &str, run: impl FnOnce(&str) -> T) -> Result<T, String> {
+    struct Unguard;
+    impl Drop for Unguard {
+        fn drop(&mut self) {
+            GUARDED.with(|g| *g.borrow_mut() = None);
+        }
+    }
+    let sql = statement.replace("{table}", &qualified_name(table)?);
+    let text = std::ffi::CString::new(sql.clone()).map_err(|_| "the statement holds a NUL byte".to_string())?;
+    GUARDED.with(|g| *g.borrow_mut() = Some((table, text)));
+    let _unguard = Unguard;
+    Ok(with_catalog_search_path(|| run(&sql)))
+}
+
+static mut PREVIOUS_POST_PARSE_ANALYZE_HOOK: pg_sys::post_parse_analyze_hook_type = None;
+
+/// Checks, after parse analysis, that pg_idgen's own statement names no relation but the tag
+/// table (see the module note). Other statements pass untouched.
+#[pg_guard]
+unsafe extern "C-unwind" fn check_analyzed_statement(
+    pstate: *mut pg_sys::ParseState,
+    query: *mut pg_sys::Query,
+    jstate: *mut pg_sys::JumbleState,
+) {
+    // SAFETY: the previous hook gets PostgreSQL's own arguments, behind the FFI guard; the parse
+    // state and query are valid during the call.
+    unsafe {
+        if let Some(previous) = PREVIOUS_POST_PARSE_ANALYZE_HOOK {
+            pg_sys::ffi::pg_guard_ffi_boundary(|| previous(pstate, query, jstate));
+        }
+        let source = (*pstate).p_sourcetext;
+        if source.is_null() {
+            return;
+        }
+        let expected = GUARDED.with(|g| g.borrow().as_ref().filter(|(_, text)| text.as_c_str() == CStr::from_ptr(source)).map(|(oid, _)| *oid));
+        if let Some(table) = expected {
+            if let Some(other) = relation_other_than(query, table) {
+                errors::raise(
+                    PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
+                    format!("pg_idgen's statement on its tag table names another relation (OID {})", other.to_u32()),
+                    Some("A schema was renamed or created meanwhile, so the table's name now means another relation; the statement did not run.".into()),
+                    Some("Look for schemas that are being renamed in this database."),
+                );
+            }
+        }
+    }
+}
+
+/// The first relation a query (and its subqueries and CTEs) names other than `table`.
+///
+/// # Safety
+/// `query` is an analysed query.
+unsafe fn relation_other_than(query: *mut pg_sys::Query, table: pg_sys::Oid) -> Option<pg_sys::Oid> {
+    // SAFETY: lists of an analysed query hold the node types read here.
+    unsafe {
+        let list_pointers = |list: *mut pg_sys::List| -> Vec<*mut std::ffi::c_void> {
+            if list.is_null() {
+                return Vec::new();
+            }
+            (0..(*list).length as usize).map(|i| (*(*list).elements.add(i)).ptr_value).collect()
+        };
+        for rte in list_pointers((*query).rtable).into_iter().map(|p| p.cast::<pg_sys::RangeTblEntry>()) {
+            match (*rte).rtekind {
+                pg_sys::RTEKind::RTE_RELATION if (*rte).relid != table => return Some((*rte).relid),
+                pg_sys::RTEKind::RTE_SUBQUERY => {
+                    if let Some(other) = relation_other_than((*rte).subquery, table) {
+                        return Some(other);
+                    }
+                }
+                _ => {}
+            }
+        }
+        for cte in list_pointers((*query).cteList).into_iter().map(|p| p.cast::<pg_sys::CommonTableExpr>()) {
+            let inner = (*cte).ctequery.cast::<pg_sys::Query>();
+            if let Some(other) = relation_other_than(inner, table) {
+                return Some(other);
+            }
+        }
+        None
+    }
+}
+
+/// Installs the analysis guard. Called from `_PG_init` while preloading.
+pub fn install_analysis_guard() {
+    // SAFETY: hooks are installed once, in the postmaster, before any backend exists.
+    unsafe {
+        PREVIOUS_POST_PARSE_ANALYZE_HOOK = pg_sys::post_parse_analyze_hook;
+        pg_sys::post_parse_analyze_hook = Some(check_analyzed_statement);
+    }
+}
+
 /// Runs `f` with `search_path = pg_catalog, pg_temp`, as PostgreSQL runs its own internal SQL;
 /// the previous path comes back afterwards (also when `f` raises an error: the transaction's
 /// abort undoes the setting).
-pub fn with_catalog_search_path<T>(f: impl FnOnce() -> T) -> T {
+fn with_catalog_search_path<T>(f: impl FnOnce() -> T) -> T {
     // SAFETY: a GUC nest level opened and closed around `f`, as for a function's SET clause.
     unsafe {
         let level = pg_sys::NewGUCNestLevel();
@@ -305,6 +417,28 @@ pub fn as_allocation<T>(f: impl FnOnce() -> T) -> T {
     f()
 }
 
+/// The attribute number of column `name` of `relation`, which must be of type `type_oid`: the
+/// trigger reads the tag table's own columns, and nothing else.
+///
+/// # Safety
+/// `relation` is open.
+unsafe fn column(relation: pg_sys::Relation, name: &CStr, type_oid: pg_sys::Oid) -> i16 {
+    // SAFETY: per the function's contract.
+    let (attnum, actual) = unsafe {
+        let attnum = pg_sys::get_attnum((*relation).rd_id, name.as_ptr());
+        (attnum, if attnum > 0 { pg_sys::get_atttype((*relation).rd_id, attnum) } else { pg_sys::InvalidOid })
+    };
+    if actual != type_oid {
+        errors::raise(
+            PgSqlErrorCode::ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED,
+            format!("pg_idgen_segment_tag_changed() fired on a table without the {} column of segment_tag", name.to_string_lossy()),
+            None,
+            None,
+        );
+    }
+    attnum
+}
+
 /// The text of a tuple's attribute `name` as bytes, or None when NULL.
 ///
 /// # Safety
@@ -312,7 +446,7 @@ pub fn as_allocation<T>(f: impl FnOnce() -> T) -> T {
 unsafe fn attribute_bytes(relation: pg_sys::Relation, tuple: pg_sys::HeapTuple, name: &CStr) -> Option<Vec<u8>> {
     // SAFETY: per the function's contract.
     unsafe {
-        let attnum = pg_sys::get_attnum((*relation).rd_id, name.as_ptr());
+        let attnum = column(relation, name, pg_sys::TEXTOID);
         let mut null = false;
         let datum = pg_sys::heap_getattr(tuple, attnum as i32, (*relation).rd_att, &mut null);
         (!null).then(|| <&[u8]>::from_polymorphic_datum(datum, false, pg_sys::TEXTOID).unwrap_or_default().to_vec())
@@ -324,7 +458,7 @@ unsafe fn attribute_bytes(relation: pg_sys::Relation, tuple: pg_sys::HeapTuple, 
 unsafe fn attribute_i64(relation: pg_sys::Relation, tuple: pg_sys::HeapTuple, name: &CStr) -> Option<i64> {
     // SAFETY: per the function's contract.
     unsafe {
-        let attnum = pg_sys::get_attnum((*relation).rd_id, name.as_ptr());
+        let attnum = column(relation, name, pg_sys::INT8OID);
         let mut null = false;
         let datum = pg_sys::heap_getattr(tuple, attnum as i32, (*relation).rd_att, &mut null);
         i64::from_datum(datum, null)
@@ -408,7 +542,7 @@ unsafe extern "C-unwind" fn on_object_access(
     // run inside the dropping transaction.
     unsafe {
         if let Some(previous) = PREVIOUS_OBJECT_ACCESS_HOOK {
-            previous(access, class_id, object_id, sub_id, arg);
+            pg_sys::ffi::pg_guard_ffi_boundary(|| previous(access, class_id, object_id, sub_id, arg));
         }
         if access != pg_sys::ObjectAccessType::OAT_DROP || class_id != pg_sys::RelationRelationId || sub_id != 0 {
             return;

@@ -29,8 +29,10 @@ use crate::{settings, shmem};
 const IDLE_WAKEUP: Duration = Duration::from_millis(250);
 
 /// The worker session's settings, fixed for its life.
-const PINNED_SETTINGS: [(&CStr, &CStr); 8] = [
+const PINNED_SETTINGS: [(&CStr, &CStr); 9] = [
     (c"search_path", c"pg_catalog, pg_temp"),
+    // `ALTER DATABASE … SET role` would otherwise make the worker run as that role.
+    (c"role", c"none"),
     // Why local and not on: "on" would also wait for synchronous standbys, and a standby that is
     // down would hold the worker (and its shutdown) without end. The flush below is what counts.
     (c"synchronous_commit", c"local"),
@@ -98,6 +100,10 @@ pub extern "C-unwind" fn pg_idgen_worker_main(_arg: pg_sys::Datum) {
         if !BackgroundWorker::wait_latch(Some(IDLE_WAKEUP)) {
             break;
         }
+        if BackgroundWorker::sighup_received() {
+            // SAFETY: rereads postgresql.conf in this process (log settings and the like).
+            unsafe { pg_sys::ProcessConfigFile(pg_sys::GucContext::PGC_SIGHUP) };
+        }
     }
     // Why exit code 1: code 0 would unregister the worker for good, also after
     // pg_terminate_backend; 1 makes the postmaster start it again after the restart time.
@@ -122,29 +128,30 @@ fn allocate(need: &Need) -> Outcome {
 
 fn allocate_in_transaction(need: &Need) -> Outcome {
     let outcome = BackgroundWorker::transaction(|| {
-        let Some(table) = segment_table::tag_table_oid().and_then(segment_table::qualified_name) else {
+        let Some(table) = segment_table::tag_table_oid() else {
             return Outcome::NoTag; // the extension is gone from this database
         };
         // Every object qualified; the range is clamped at bigint's end, where it ends empty.
-        let query = format!(
-            "UPDATE {table} AS t
+        // ONLY: no table inheriting from it may take part (only its owner could attach one).
+        const ALLOCATE: &str = "UPDATE ONLY {table} AS t
                 SET max_id = t.max_id OPERATOR(pg_catalog.+) r.len, updated_at = pg_catalog.now()
                FROM (SELECT s.tag,
                             LEAST(GREATEST($2, s.step::pg_catalog.int8),
                                   9223372036854775807::pg_catalog.int8 OPERATOR(pg_catalog.-) s.max_id) AS len
-                       FROM {table} AS s
+                       FROM ONLY {table} AS s
                       WHERE s.tag OPERATOR(pg_catalog.=) $1
                         FOR UPDATE NOWAIT) AS r
               WHERE t.tag OPERATOR(pg_catalog.=) r.tag
-          RETURNING t.max_id, r.len"
-        );
-        let row = segment_table::as_allocation(|| {
-            Spi::get_two_with_args::<i64, i64>(&query, &[segment_table::text_arg(&need.tag), (need.step as i64).into()])
+          RETURNING t.max_id, r.len";
+        let args = [segment_table::text_arg(&need.tag), (need.step as i64).into()];
+        let row = segment_table::run_on_tag_table(table, ALLOCATE, |sql| {
+            segment_table::as_allocation(|| Spi::get_two_with_args::<i64, i64>(sql, &args))
         });
         match row {
-            Ok((Some(_), Some(0))) => Outcome::Exhausted,
-            Ok((Some(max_id), Some(len))) => Outcome::Range(max_id - len + 1, len as u64),
-            _ => Outcome::NoTag,
+            Err(message) => Outcome::Failed(message),
+            Ok(Ok((Some(_), Some(0)))) => Outcome::Exhausted,
+            Ok(Ok((Some(max_id), Some(len)))) => Outcome::Range(max_id - len + 1, len as u64),
+            Ok(_) => Outcome::NoTag,
         }
     });
     if let Outcome::Range(..) = outcome {

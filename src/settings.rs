@@ -359,8 +359,11 @@ fn define_string_settings(context: impl Fn() -> GucContext) {
         // SAFETY: PostgreSQL passes a pointer to the new value, a C string or NULL.
         unsafe {
             pg_sys::panic::pgrx_extern_c_guard(|| {
-                let text = if (*newval).is_null() { String::new() } else { CStr::from_ptr(*newval).to_string_lossy().into_owned() };
-                report_check((STRING_SETTINGS[I].check)(&text))
+                let text = if (*newval).is_null() { Ok("") } else { CStr::from_ptr(*newval).to_str() };
+                match text {
+                    Ok(text) => report_check((STRING_SETTINGS[I].check)(text)),
+                    Err(_) => report_check(Err("It must be UTF-8 text.".into())),
+                }
             })
         }
     }
@@ -483,16 +486,17 @@ fn parse_node_id(text: &str) -> Result<Option<u32>, String> {
     text.parse::<u32>().ok().filter(|&n| n <= i32::MAX as u32).map(Some).ok_or_else(|| "It is too large.".into())
 }
 
-/// The epoch as an absolute instant (Unix µs). Without a UTC offset it is read as UTC, whatever
-/// the server's `timezone`: time zero must not move when that setting changes. Words that name a
-/// moment relative to now ("now", "today", …) are refused: the postmaster has no "now" that
-/// would mean anything to the next start.
+/// The epoch as an absolute instant (Unix µs). Without a UTC offset it is read as UTC, and dates
+/// are read year first (ISO), whatever the session's `timezone` and `DateStyle`: `ALTER SYSTEM`
+/// must read the text as the next start will, and time zero must not move when those settings
+/// change. Words that name a moment relative to now ("now", "today", …) are refused: the
+/// postmaster has no "now" that would mean anything to the next start.
 fn parse_epoch(text: &str) -> Result<i64, String> {
     let lower = text.to_ascii_lowercase();
     if ["now", "today", "tomorrow", "yesterday"].iter().any(|word| lower.contains(word)) {
         return Err("It must be a fixed instant, such as '2025-01-01 00:00:00+00', not one relative to the time of reading.".into());
     }
-    let parsed = with_utc_session_timezone(|| {
+    let parsed = with_fixed_date_rules(|| {
         PgTryBuilder::new(|| text.parse::<TimestampWithTimeZone>().ok()).catch_others(|_| None).execute()
     });
     let unix_us = match parsed {
@@ -505,18 +509,21 @@ fn parse_epoch(text: &str) -> Result<i64, String> {
     Ok(unix_us)
 }
 
-/// Runs `f` with the session's time zone set to UTC, then restores it.
-fn with_utc_session_timezone<T>(f: impl FnOnce() -> T) -> T {
-    // SAFETY: pg_tzset returns a cached zone that lives for the process; the previous zone is put
-    // back before returning (f catches its own errors).
+/// Runs `f` with the session's time zone set to UTC and dates read as ISO, year first; then
+/// restores them.
+fn with_fixed_date_rules<T>(f: impl FnOnce() -> T) -> T {
+    // SAFETY: pg_tzset returns a cached zone that lives for the process; the previous values are
+    // put back before returning (f catches its own errors).
     unsafe {
-        let previous = pg_sys::session_timezone;
+        let previous = (pg_sys::session_timezone, pg_sys::DateStyle, pg_sys::DateOrder);
         let utc = pg_sys::pg_tzset(c"UTC".as_ptr());
         if !utc.is_null() {
             pg_sys::session_timezone = utc;
         }
+        pg_sys::DateStyle = pg_sys::USE_ISO_DATES as i32;
+        pg_sys::DateOrder = pg_sys::DATEORDER_YMD as i32;
         let result = f();
-        pg_sys::session_timezone = previous;
+        (pg_sys::session_timezone, pg_sys::DateStyle, pg_sys::DateOrder) = previous;
         result
     }
 }

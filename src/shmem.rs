@@ -85,7 +85,14 @@ impl SharedState {
             pg_sys::ConditionVariableInit(&raw mut (*state).segment_loaded);
             let state = &*state;
             let now = crate::clock::ClockPair::read();
-            state.generator_clock.raise_to(now.wall_us, now.monotonic_us);
+            // Why not the wall clock after a crash: it may be in a forward jump the clock worker
+            // had not accepted yet (pg_idgen.clock_forward_delay); the new worker decides again.
+            let saved = CLOCK_OFFSET_AT_RESET;
+            CLOCK_OFFSET_AT_RESET = None;
+            match saved {
+                Some(offset_us) => state.generator_clock.raise_to(offset_us, 0),
+                None => state.generator_clock.raise_to(now.wall_us, now.monotonic_us),
+            }
             crate::mark::restore_at_start(state);
         }
     }
@@ -100,6 +107,9 @@ impl SharedState {
 fn shared_size() -> usize {
     std::mem::size_of::<SharedState>() + crate::settings::config().segments.max_tags * std::mem::size_of::<Slot>()
 }
+
+/// The generator clock's offset when shared memory was torn down after a crash; postmaster only.
+static mut CLOCK_OFFSET_AT_RESET: Option<i64> = None;
 
 /// Set in the postmaster by the startup hook; backends inherit them through fork.
 static mut SHARED: *const SharedState = std::ptr::null();
@@ -124,7 +134,7 @@ pub fn install_hooks() {
 unsafe extern "C-unwind" fn request_shared_memory() {
     unsafe {
         if let Some(prev) = PREV_SHMEM_REQUEST_HOOK {
-            prev();
+            pg_sys::ffi::pg_guard_ffi_boundary(|| prev());
         }
         pg_sys::RequestAddinShmemSpace(shared_size());
         pg_sys::RequestNamedLWLockTranche(LOCK_TRANCHE.as_ptr(), 1);
@@ -137,7 +147,7 @@ unsafe extern "C-unwind" fn request_shared_memory() {
 unsafe extern "C-unwind" fn attach_shared_memory() {
     unsafe {
         if let Some(prev) = PREV_SHMEM_STARTUP_HOOK {
-            prev();
+            pg_sys::ffi::pg_guard_ffi_boundary(|| prev());
         }
         let lock = &raw mut (*pg_sys::MainLWLockArray.add(ADDIN_SHMEM_INIT_LOCK)).lock;
         pg_sys::LWLockAcquire(lock, pg_sys::LWLockMode::LW_EXCLUSIVE);
@@ -155,8 +165,23 @@ unsafe extern "C-unwind" fn attach_shared_memory() {
         SEGMENT_LOCK = &raw mut (*pg_sys::GetNamedLWLockTranche(LOCK_TRANCHE.as_ptr())).lock;
         pg_sys::LWLockRelease(lock);
         if !pg_sys::IsUnderPostmaster {
-            crate::mark::save_at_exit();
+            pg_sys::on_shmem_exit(Some(at_postmaster_shmem_exit), pg_sys::Datum::from(0));
         }
+    }
+}
+
+/// Runs in the postmaster when shared memory goes: at a clean exit (code 0), to save the exact
+/// marks; when it is torn down after a crash, to keep the generator clock for the next state.
+#[pg_guard]
+unsafe extern "C-unwind" fn at_postmaster_shmem_exit(code: i32, _arg: pg_sys::Datum) {
+    if !is_attached() {
+        return;
+    }
+    if code == 0 {
+        crate::mark::save_exact_marks();
+    } else {
+        // SAFETY: the postmaster alone runs this, before shared memory is detached.
+        unsafe { CLOCK_OFFSET_AT_RESET = Some(shared().generator_clock.offset_us()) };
     }
 }
 

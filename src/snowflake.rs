@@ -51,6 +51,7 @@ pub fn id_of_state(layout: &Layout, state: u64, node_id: u32) -> i64 {
 pub fn generator(layout: &Layout) -> Generator {
     Generator {
         name: "snowflake",
+        key: "snowflake",
         clock: layout.clock(),
         counter_bits: layout.sequence_bits,
         tick_start_below: MAX_START_OFFSET.min((layout.max_sequence() + 1) / 4),

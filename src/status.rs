@@ -47,7 +47,7 @@ unsafe fn status_row(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
         Interval::from_micros(steps.backward_max_us.load(Relaxed) as i64).into_datum(),
         (steps.forward_count.load(Relaxed) as i64).into_datum(),
         Interval::from_micros(steps.forward_max_us.load(Relaxed) as i64).into_datum(),
-        clock::unix_micros_to_timestamptz(state.mark.durable_us.load(Relaxed)).into_datum(),
+        clock::unix_micros_to_timestamptz(state.mark.latest_durable_us()).into_datum(),
         Interval::from_micros(config.clock_reserve_ms as i64 * 1000).into_datum(),
         (advanced_at_us != 0).then(|| clock::unix_micros_to_timestamptz(advanced_at_us)).into_datum(),
         Some(state.clock_worker_pid.load(Relaxed)).filter(|&pid| pid != 0).into_datum(),

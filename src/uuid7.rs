@@ -23,6 +23,7 @@ pub const MILLISECONDS: TickClock = TickClock { epoch_us: 0, unit_us: 1000, max_
 
 pub const GENERATOR: Generator = Generator {
     name: "UUIDv7",
+    key: "uuid7",
     clock: MILLISECONDS,
     counter_bits: COUNTER_BITS,
     tick_start_below: MAX_START_COUNTER,

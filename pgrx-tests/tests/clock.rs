@@ -330,3 +330,27 @@ fn objectids_borrow_a_second_only_past_16_million_in_one_second() {
         .get(0);
     assert_eq!(borrowed, 0, "ObjectIds carried a later second than the one they were made in");
 }
+
+/// Claim: a backend killed with SIGKILL while the wall clock is a year ahead (within
+/// pg_idgen.clock_forward_delay) makes the postmaster rebuild shared memory, and the rebuilt state
+/// does not take the year either: once the clock is back, new ids carry the real time, give or
+/// take what a crash costs (they continue from the durable mark, at most clock_reserve ahead).
+#[test]
+fn a_crash_during_a_forward_jump_does_not_take_it() {
+    let cluster = started_cluster_on_fake_clock("jump-crash", 54420, &["pg_idgen.node_id = 22"]);
+    let mut victim = cluster.connect();
+    let pid: i32 = victim.query_one("SELECT pg_backend_pid()", &[]).unwrap().get(0);
+    cluster.set_clock_offset(365 * 86_400);
+    sleep(Duration::from_millis(500));
+    assert!(std::process::Command::new("kill").args(["-9", &pid.to_string()]).status().unwrap().success());
+    // The postmaster notices, ends every backend and rebuilds shared memory.
+    sleep(Duration::from_millis(2000));
+    cluster.set_clock_offset(0);
+    let off: f64 = cluster
+        .connect()
+        .query_one("SELECT extract(epoch FROM snowflake_timestamp(snowflake_next()) - clock_timestamp())::float8", &[])
+        .unwrap()
+        .get(0);
+    assert!(off.abs() < 5.0 + 1.0, "after the crash, ids are {off} s off the real time");
+    assert!(cluster.log().contains("all server processes terminated; reinitializing"), "log:\n{}", cluster.log());
+}

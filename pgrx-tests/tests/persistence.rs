@@ -209,7 +209,12 @@ fn a_mark_file_of_version_0_2_is_taken_and_converted() {
     let mut taken = take(&cluster, 0);
     cluster.stop();
     let text = std::fs::read_to_string(cluster.data_file("pg_idgen.mark")).unwrap();
-    let mark_us = text.lines().find_map(|l| l.strip_prefix("mark_us ")).expect("a mark_us line").to_string();
+    // Version 0.2 wrote one number: the latest mark.
+    let mark_us: i64 = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("mark_us ")?.split_whitespace().last()?.parse().ok())
+        .max()
+        .expect("mark_us lines");
     std::fs::write(cluster.data_file("pg_idgen.mark"), format!("{mark_us}\n")).unwrap();
     std::fs::remove_dir_all(cluster.data_file("pg_idgen")).unwrap();
     cluster.set_clock_offset(-60);
@@ -219,4 +224,54 @@ fn a_mark_file_of_version_0_2_is_taken_and_converted() {
     assert!(copy.starts_with("pg_idgen mark 1\n"), "{copy}");
     taken.extend(take(&cluster, 1));
     assert_ids_unique_and_ordered(&mut cluster.connect(), "from_0_2", &taken);
+}
+
+/// Claim: moving one family far ahead (`uuid_v7_advance_past` to an hour from now) moves no other:
+/// after a restart, snowflake ids and ObjectIds still carry the current time, and UUIDv7s continue
+/// above the given one.
+#[test]
+fn advancing_one_family_leaves_the_others_alone() {
+    let cluster = started_cluster("advance-one", 54418, &["pg_idgen.node_id = 11"]);
+    let mut db = cluster.connect();
+    let ahead: String = db.query_one("SELECT uuid_v7_min(clock_timestamp() + interval '1 hour')::text", &[]).unwrap().get(0);
+    db.execute("SELECT uuid_v7_advance_past($1::text::uuid)", &[&ahead]).unwrap();
+    cluster.stop();
+    cluster.start();
+    let row = cluster
+        .connect()
+        .query_one(
+            "SELECT abs(extract(epoch FROM snowflake_timestamp(snowflake_next()) - clock_timestamp()))::float8,
+                    abs(extract(epoch FROM objectid_timestamp(objectid_gen()) - clock_timestamp()))::float8,
+                    uuid_v7_next() > $1::text::uuid",
+            &[&ahead],
+        )
+        .unwrap();
+    let (snowflake_off, objectid_off, uuid_above): (f64, f64, bool) = (row.get(0), row.get(1), row.get(2));
+    assert!(snowflake_off < 2.0, "snowflake ids are {snowflake_off} s off the wall clock");
+    assert!(objectid_off < 2.0, "ObjectIds are {objectid_off} s off the wall clock");
+    assert!(uuid_above, "UUIDv7s continue above the one advanced past");
+}
+
+/// Claim: a server that never made a snowflake id (no node id; only UUIDv7s and ObjectIds) shows
+/// no last_id, and may start later with a node id and any epoch: there are no snowflake ids to be
+/// above.
+#[test]
+fn a_server_without_snowflake_ids_may_choose_its_epoch() {
+    let cluster = started_cluster("no-snowflake", 54419, &[]);
+    let mut db = cluster.connect();
+    let last: Option<i64> = db.query_one("SELECT last_id FROM pg_idgen_status()", &[]).unwrap().get(0);
+    assert_eq!(last, None, "a new server has handed out no id");
+    db.batch_execute("SELECT uuid_v7_next(), objectid_gen() FROM generate_series(1, 1000)").unwrap();
+    sleep_past_a_mark();
+    cluster.stop();
+    cluster.configure(&["shared_preload_libraries = 'pg_idgen'", "pg_idgen.node_id = 12", "pg_idgen.epoch = '2026-01-01 00:00:00+00'"]);
+    cluster.start();
+    let id: i64 = cluster.connect().query_one("SELECT snowflake_next()", &[]).unwrap().get(0);
+    assert!(id > 0);
+}
+
+/// Waits until the clock worker has written a mark after what was just done (it moves the mark
+/// every half clock_reserve, 2.5 s by default).
+fn sleep_past_a_mark() {
+    std::thread::sleep(Duration::from_millis(3000));
 }

@@ -1,5 +1,7 @@
 //! System test of what a database owner who is not a superuser can make pg_idgen do.
 
+use std::thread;
+
 use pg_idgen_system_tests::{started_cluster, Client};
 
 /// Everything pg_idgen's SQL uses, planted by the owner in `public` under the same name and
@@ -103,4 +105,95 @@ fn a_database_owner_cannot_plant_code_that_pg_idgen_runs() {
     owner.batch_execute(SETTINGS).unwrap();
     restart_worker(&mut postgres);
     assert_eq!(use_segments(&mut cluster.connect_to("app"), "q"), 5000, "the worker allocates despite the database's settings");
+}
+
+/// Claim: the owner of pg_idgen.database swaps the extension's schema with a schema of their own
+/// holding a look-alike `segment_tag` (renaming both, over and over, for 15 s) while the worker
+/// allocates ranges and a superuser creates and drops tags. The look-alike's triggers, which would
+/// make the owner a superuser, never run: a statement of pg_idgen's that the swap made name the
+/// look-alike is refused before it runs.
+#[test]
+fn a_schema_swapped_under_pg_idgen_never_runs_the_owners_code() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
+
+    let cluster = started_cluster(
+        "privileges-swap",
+        54417,
+        &["pg_idgen.database = 'app'", "pg_idgen.segment_max_step = 10", "pg_idgen.segment_wait_timeout = 500"],
+    );
+    let mut postgres = cluster.connect();
+    postgres.batch_execute("CREATE ROLE owner LOGIN").unwrap();
+    postgres.batch_execute("CREATE DATABASE app OWNER owner").unwrap();
+    let mut superuser = cluster.connect_to("app");
+    superuser.batch_execute("CREATE EXTENSION pg_idgen").unwrap();
+    superuser.batch_execute("SELECT segment_create('swap', step => 10)").unwrap();
+    let mut owner = cluster.connect_as("app", "owner");
+    owner
+        .batch_execute(
+            r#"CREATE SCHEMA stash;
+               CREATE TABLE stash.planted_calls (what text, by_user name);
+               GRANT USAGE ON SCHEMA stash TO PUBLIC;
+               GRANT INSERT ON stash.planted_calls TO PUBLIC;
+               CREATE FUNCTION stash.hit() RETURNS trigger LANGUAGE plpgsql AS $$
+               BEGIN
+                   INSERT INTO stash.planted_calls VALUES (TG_OP, current_user);
+                   IF (SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname = current_user) THEN
+                       EXECUTE 'ALTER ROLE owner SUPERUSER';
+                   END IF;
+                   RETURN NULL;
+               END $$;
+               CREATE SCHEMA decoy;
+               GRANT USAGE ON SCHEMA decoy TO PUBLIC;
+               CREATE TABLE decoy.segment_tag (tag text PRIMARY KEY, max_id bigint, step int, description text, updated_at timestamptz);
+               INSERT INTO decoy.segment_tag VALUES ('swap', 0, 1, NULL, now());
+               GRANT ALL ON decoy.segment_tag TO PUBLIC;
+               CREATE TRIGGER hit BEFORE INSERT OR UPDATE OR DELETE ON decoy.segment_tag
+                   FOR EACH STATEMENT EXECUTE FUNCTION stash.hit();"#,
+        )
+        .unwrap();
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let swapper = {
+        let stop = stop.clone();
+        thread::spawn(move || {
+            let mut swaps = 0;
+            while !stop.load(Ordering::Relaxed) {
+                owner
+                    .batch_execute(
+                        "BEGIN; ALTER SCHEMA public RENAME TO swapping; ALTER SCHEMA decoy RENAME TO public; COMMIT;
+                         BEGIN; ALTER SCHEMA public RENAME TO decoy; ALTER SCHEMA swapping RENAME TO public; COMMIT;",
+                    )
+                    .unwrap();
+                swaps += 1;
+                thread::sleep(Duration::from_millis(2));
+            }
+            swaps
+        })
+    };
+    // Calls resolve segment_next by name, which the swap moves away now and then: errors are
+    // expected; what counts is what runs.
+    let mut taken = 0;
+    let started = Instant::now();
+    let mut taker = cluster.connect_to("app");
+    while started.elapsed() < Duration::from_secs(15) {
+        if taker.query_one("SELECT segment_next('swap')", &[]).is_ok() {
+            taken += 1;
+        }
+        let _ = superuser.batch_execute("SELECT segment_create('other'); SELECT segment_drop('other')");
+    }
+    stop.store(true, Ordering::Relaxed);
+    let swaps = swapper.join().unwrap();
+    assert!(swaps > 100 && taken > 100, "{swaps} swaps, {taken} numbers taken");
+
+    let mut check = cluster.connect_to("app");
+    let calls: Vec<String> =
+        check.query("SELECT what || ' by ' || by_user FROM stash.planted_calls", &[]).unwrap().iter().map(|r| r.get(0)).collect();
+    assert_eq!(calls, Vec::<String>::new(), "the look-alike table's trigger ran");
+    let owner_is_superuser: bool = check.query_one("SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname = 'owner'", &[]).unwrap().get(0);
+    assert!(!owner_is_superuser, "the owner became a superuser");
+    // How often the swap hit the moment between naming the table and parsing (for the record).
+    let refused = cluster.log().matches("names another relation").count();
+    println!("{swaps} swaps, {taken} numbers taken, {refused} statements refused (in the log)");
 }

@@ -496,7 +496,8 @@ fn dropping_a_tag_in_another_database_leaves_the_segment_database_alone() {
 
 /// Claim: in a LATIN1 database (pg_idgen.database), tags with non-ASCII letters are created,
 /// served and shown by segment_status() as they were written; an error names such a tag with its
-/// non-ASCII bytes as \xNN (a message must be valid text in every encoding).
+/// non-ASCII bytes as \xNN (a message must be valid text in every encoding); a schema name that is
+/// not UTF-8 is refused with a clear error.
 #[test]
 fn tags_work_in_a_latin1_database() {
     let cluster = started_cluster("segment-latin1", 54399, &["pg_idgen.database = 'latin'"]);
@@ -513,4 +514,10 @@ fn tags_work_in_a_latin1_database() {
     assert_eq!(sqlstate(&error), "42704");
     assert!(error.as_db_error().unwrap().message().contains("\"na\\xefve\""), "{error:?}");
     db.batch_execute("SELECT segment_drop('café')").unwrap();
+    // A schema name that is not UTF-8 cannot be written into pg_idgen's SQL unchanged: refused
+    // with a clear error, not run against whatever a mangled name would mean.
+    db.batch_execute("ALTER SCHEMA public RENAME TO \"é\"").unwrap();
+    let error = db.batch_execute("SELECT \"é\".segment_create('x')").expect_err("a name SQL cannot carry");
+    assert_eq!(sqlstate(&error), "55000", "{error:?}");
+    assert!(error.as_db_error().unwrap().message().contains("is not UTF-8 text"), "{error:?}");
 }

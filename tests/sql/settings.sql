@@ -25,6 +25,10 @@ ALTER SYSTEM SET pg_idgen.max_tags = 0;
 ALTER SYSTEM SET pg_idgen.layout = 'leaf';
 ALTER SYSTEM SET pg_idgen.clock_forward_delay = '2h';
 ALTER SYSTEM SET pg_idgen.nodeid = 3;
+-- The epoch is read as the server reads it at start (ISO, year first, UTC), whatever the session says.
+SET datestyle = 'SQL, DMY';
+ALTER SYSTEM SET pg_idgen.epoch = '13/01/2025';
+RESET datestyle;
 -- A valid value is accepted (and taken back here).
 ALTER SYSTEM SET pg_idgen.node_id = 9;
 ALTER SYSTEM RESET pg_idgen.node_id;
