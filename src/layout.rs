@@ -97,28 +97,9 @@ pub struct Parts {
 }
 
 impl Layout {
-    /// Checks the bits and the unit, that the epoch has begun and that the time bits still have room.
+    /// Checks the bits and the unit: a layout ids can be made with (or were, for a persisted one).
+    /// `usable_now` checks the epoch against the clock.
     pub fn new(
-        preset: Preset,
-        time_bits: u32,
-        node_bits: u32,
-        sequence_bits: u32,
-        unit_ms: u64,
-        epoch_us: i64,
-    ) -> Result<Layout, LayoutError> {
-        let layout = Layout::shape(preset, time_bits, node_bits, sequence_bits, unit_ms, epoch_us)?;
-        let now_us = crate::clock::wall_unix_micros();
-        if epoch_us > now_us {
-            return Err(LayoutError::EpochInFuture);
-        }
-        if layout.clock().tick_at(now_us).is_none() {
-            return Err(LayoutError::TimeBitsExhausted);
-        }
-        Ok(layout)
-    }
-
-    /// Checks only the bits and the unit: a layout ids can have been made with (a persisted one).
-    pub fn shape(
         preset: Preset,
         time_bits: u32,
         node_bits: u32,
@@ -143,6 +124,18 @@ impl Layout {
             return Err(LayoutError::Sum(sum));
         }
         Ok(Layout { preset, time_bits, node_bits, sequence_bits, unit_ms, epoch_us })
+    }
+
+    /// The layout, if its epoch has begun and its time bits still have room now.
+    pub fn usable_now(self) -> Result<Layout, LayoutError> {
+        let now_us = crate::clock::wall_unix_micros();
+        if self.epoch_us > now_us {
+            return Err(LayoutError::EpochInFuture);
+        }
+        if self.clock().tick_at(now_us).is_none() {
+            return Err(LayoutError::TimeBitsExhausted);
+        }
+        Ok(self)
     }
 
     pub fn unit_us(&self) -> i64 {
@@ -267,9 +260,10 @@ mod tests {
         assert_eq!(Layout::new(Preset::Twitter, 41, 22, 0, 1, 0), Err(LayoutError::SequenceBits(0)));
         assert_eq!(Layout::new(Preset::Twitter, 41, 10, 12, 0, 0), Err(LayoutError::TimeUnit(0)));
         let next_year_us = crate::clock::wall_unix_micros() + 366 * 86_400 * 1_000_000;
-        assert_eq!(Layout::new(Preset::Twitter, 41, 10, 12, 1, next_year_us), Err(LayoutError::EpochInFuture));
+        let usable = |layout: Result<Layout, LayoutError>| layout.and_then(Layout::usable_now);
+        assert_eq!(usable(Layout::new(Preset::Twitter, 41, 10, 12, 1, next_year_us)), Err(LayoutError::EpochInFuture));
         // 16 bits of 1 ms from 1970 ran out in 1970.
-        assert_eq!(Layout::new(Preset::Twitter, 16, 16, 31, 1, 0), Err(LayoutError::TimeBitsExhausted));
+        assert_eq!(usable(Layout::new(Preset::Twitter, 16, 16, 31, 1, 0)), Err(LayoutError::TimeBitsExhausted));
     }
 
     #[pg_test]

@@ -22,7 +22,7 @@
 use std::ffi::CStr;
 use std::io::Write;
 use std::path::Path;
-use std::sync::atomic::Ordering::Relaxed;
+use std::sync::atomic::Ordering::{Acquire, Relaxed, SeqCst};
 use std::sync::atomic::{AtomicBool, AtomicI64};
 
 use pgrx::pg_sys;
@@ -66,7 +66,7 @@ pub struct MarkState {
     pub advanced_at_us: AtomicI64,
     /// The marks both files hold (a standby's replay skips writing older ones).
     pub persisted_us: [AtomicI64; FAMILIES],
-    /// Whether this server has ever handed out a snowflake id (carried in every record).
+    /// Whether this server may have handed out a snowflake id (carried in every record).
     pub snowflake_made: AtomicBool,
 }
 
@@ -85,7 +85,8 @@ pub struct MarkRecord {
     /// The snowflake layout in use; None in a file of version 0.2, which did not say.
     pub layout: Option<Layout>,
     pub node_id: Option<u32>,
-    /// Whether snowflake ids were ever made under this data directory (once true, stays true).
+    /// Whether snowflake ids may have been made under this data directory: true once a node id
+    /// was set (snowflake ids need one) or a snowflake floor was advanced; then it stays true.
     pub snowflake_made: bool,
 }
 
@@ -103,7 +104,8 @@ impl MarkRecord {
     /// The later of two records, family by family (a crash between writing the two copies leaves
     /// one newer; either is durable).
     fn later(&self, other: &MarkRecord) -> MarkRecord {
-        let newer = if self.latest_us() >= other.latest_us() { self } else { other };
+        // The layout of the later snowflake mark: that copy was written last (ties: the main file).
+        let newer = if self.marks_us[SNOWFLAKE] >= other.marks_us[SNOWFLAKE] { self } else { other };
         MarkRecord {
             marks_us: std::array::from_fn(|i| self.marks_us[i].max(other.marks_us[i])),
             snowflake_made: self.snowflake_made || other.snowflake_made,
@@ -183,7 +185,7 @@ fn parse(text: &str) -> FileContent {
                 let number = |v: &str| v.parse::<u64>().ok();
                 layout = match (Preset::from_name(preset), number(time), number(node), number(sequence), number(unit), epoch.parse().ok()) {
                     (Some(preset), Some(t), Some(n), Some(s), Some(unit_ms), Some(epoch_us)) => {
-                        match Layout::shape(preset, t as u32, n as u32, s as u32, unit_ms, epoch_us) {
+                        match Layout::new(preset, t as u32, n as u32, s as u32, unit_ms, epoch_us) {
                             Ok(layout) => Some(layout),
                             Err(_) => return damaged(),
                         }
@@ -211,10 +213,12 @@ fn generators(config: &Config) -> [Generator; FAMILIES] {
 }
 
 /// The record for new marks: this server's layout and node id.
+///
+/// Why "made" is true whenever a node id is set, not once an id was seen: a record must say so
+/// before any snowflake id under its marks can be handed out, and a crash right after the first
+/// ids would otherwise leave a record that says none were.
 fn record_for(state: &SharedState, config: &Config, marks_us: [i64; FAMILIES]) -> MarkRecord {
-    let snowflake = crate::snowflake::generator(&config.layout);
-    let made = state.mark.snowflake_made.load(Relaxed) || snowflake.last_handed_out(state).is_some();
-    state.mark.snowflake_made.fetch_or(made, Relaxed);
+    let made = config.node_id.is_some() || state.mark.snowflake_made.load(SeqCst);
     MarkRecord { marks_us, layout: Some(config.layout), node_id: config.node_id, snowflake_made: made }
 }
 
@@ -438,7 +442,8 @@ fn publish(state: &SharedState, config: &Config, marks_us: [i64; FAMILIES]) {
 /// For each family, the time just past the last value it handed out or may hand out next (its
 /// floor): the end of that value's tick.
 fn in_use_until_us(state: &SharedState, config: &Config) -> [i64; FAMILIES] {
-    generators(config).map(|generator| generator.end_of_state_us((generator.cell)(state).last.load(Relaxed)))
+    // Acquire: a floor raised by an advance comes with the "snowflake made" flag set before it.
+    generators(config).map(|generator| generator.end_of_state_us((generator.cell)(state).last.load(Acquire)))
 }
 
 /// The time of the newest value any generator handed out: the start of its tick.
@@ -650,6 +655,11 @@ pub fn advance_past(generator: &Generator, state_value: u64, function: &str) {
     let shared = crate::shmem::shared();
     crate::errors::refuse_during_recovery(function);
     let family = FAMILY_KEYS.iter().position(|key| *key == generator.key).expect("a time-based family");
+    if family == SNOWFLAKE {
+        // Snowflake ids above which this server's must stay exist now: the records must say so
+        // (SeqCst: before the floor that makes the worker write one is seen).
+        shared.mark.snowflake_made.store(true, SeqCst);
+    }
     generator.raise_floor(shared, state_value.saturating_add(1));
     let needed_us = generator.end_of_state_us(state_value);
     let deadline = clock::monotonic_millis() + ADVANCE_WAIT_MS;

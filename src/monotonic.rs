@@ -128,8 +128,8 @@ impl Generator {
     /// Makes `floor` the smallest state this generator may hand out from now on (it only rises).
     pub fn raise_floor(&self, state: &SharedState, floor: u64) {
         let cell = (self.cell)(state);
-        cell.floor.fetch_max(floor, Ordering::Relaxed);
-        cell.last.fetch_max(floor.saturating_sub(1), Ordering::Relaxed);
+        cell.floor.fetch_max(floor, Ordering::SeqCst);
+        cell.last.fetch_max(floor.saturating_sub(1), Ordering::SeqCst);
     }
 
     /// Now, in Unix µs, on the clock the policy says generators follow.

@@ -281,16 +281,17 @@ std::thread_local! {
 /// path pinned and the analysis guard on: the statement runs only if every relation it names is
 /// the tag table `table`.
 pub fn run_on_tag_table<T>(table: pg_sys::Oid, statement: &str, run: impl FnOnce(&str) -> T) -> Result<T, String> {
-    struct Unguard;
-    impl Drop for Unguard {
+    /// Puts back what was guarded before, also when `run` raises an error (a PostgreSQL ERROR
+    /// reaches Rust as a panic, which unwinds through this).
+    struct Restore(Option<(pg_sys::Oid, std::ffi::CString)>);
+    impl Drop for Restore {
         fn drop(&mut self) {
-            GUARDED.with(|g| *g.borrow_mut() = None);
+            GUARDED.with(|g| *g.borrow_mut() = self.0.take());
         }
     }
     let sql = statement.replace("{table}", &qualified_name(table)?);
     let text = std::ffi::CString::new(sql.clone()).map_err(|_| "the statement holds a NUL byte".to_string())?;
-    GUARDED.with(|g| *g.borrow_mut() = Some((table, text)));
-    let _unguard = Unguard;
+    let _restore = Restore(GUARDED.with(|g| g.borrow_mut().replace((table, text))));
     Ok(with_catalog_search_path(|| run(&sql)))
 }
 
@@ -555,5 +556,33 @@ unsafe extern "C-unwind" fn on_object_access(
         if ours != pg_sys::InvalidOid && pg_sys::getExtensionOfObject(pg_sys::RelationRelationId, object_id) == ours {
             segment::retire_database(pg_sys::MyDatabaseId);
         }
+    }
+}
+
+#[cfg(any(test, feature = "pg_test"))]
+#[pgrx::pg_schema]
+mod tests {
+    use pgrx::prelude::*;
+
+    /// The guard does not depend on winning a race: a statement of pg_idgen's that names another
+    /// relation than the one it was run for is refused at analysis, before it runs.
+    #[pg_test]
+    #[should_panic(expected = "names another relation")]
+    fn a_statement_naming_another_relation_is_refused() {
+        Spi::run("CREATE SCHEMA guard_a; CREATE TABLE guard_a.segment_tag (tag text); CREATE SCHEMA guard_b; CREATE TABLE guard_b.segment_tag (tag text)")
+            .unwrap();
+        let table = Spi::get_one::<pg_sys::Oid>("SELECT 'guard_a.segment_tag'::regclass::oid").unwrap().unwrap();
+        // {table} is guard_a's name; the text names guard_b's, as a schema swap would make it.
+        let _ = super::run_on_tag_table(table, "SELECT count(*) FROM guard_b.segment_tag /* {table} */", |sql| {
+            Spi::get_one::<i64>(sql)
+        });
+    }
+
+    #[pg_test]
+    fn a_statement_naming_its_table_runs() {
+        Spi::run("CREATE SCHEMA guard_c; CREATE TABLE guard_c.segment_tag (tag text)").unwrap();
+        let table = Spi::get_one::<pg_sys::Oid>("SELECT 'guard_c.segment_tag'::regclass::oid").unwrap().unwrap();
+        let count = super::run_on_tag_table(table, "SELECT count(*) FROM {table}", |sql| Spi::get_one::<i64>(sql)).unwrap();
+        assert_eq!(count, Ok(Some(0)));
     }
 }

@@ -57,6 +57,21 @@ pub fn register() {
         .load();
 }
 
+/// Pins the session's settings (see `PINNED_SETTINGS`). `ALTER DATABASE … SET
+/// session_authorization` would otherwise make the worker run as another role: it goes back to
+/// the superuser it connected as, first.
+fn pin_settings() {
+    // SAFETY: in a transaction; the bootstrap superuser exists in every cluster; SetConfigOption
+    // with PGC_S_OVERRIDE outranks database and role settings.
+    unsafe {
+        let bootstrap_user = pg_sys::GetUserNameFromId(pg_sys::BOOTSTRAP_SUPERUSERID.into(), false);
+        pg_sys::SetConfigOption(c"session_authorization".as_ptr(), bootstrap_user, pg_sys::GucContext::PGC_SUSET, pg_sys::GucSource::PGC_S_OVERRIDE);
+        for (name, value) in PINNED_SETTINGS {
+            pg_sys::SetConfigOption(name.as_ptr(), value.as_ptr(), pg_sys::GucContext::PGC_SUSET, pg_sys::GucSource::PGC_S_OVERRIDE);
+        }
+    }
+}
+
 #[pg_guard]
 unsafe extern "C-unwind" fn clear_worker_latch(_code: i32, _arg: pg_sys::Datum) {
     shmem::shared().worker_latch.store(std::ptr::null_mut(), Ordering::Release);
@@ -68,10 +83,9 @@ pub extern "C-unwind" fn pg_idgen_worker_main(_arg: pg_sys::Datum) {
     BackgroundWorker::attach_signal_handlers(SignalWakeFlags::SIGHUP | SignalWakeFlags::SIGTERM);
     let database = settings::config().segments.database.clone();
     BackgroundWorker::connect_worker_to_spi(Some(&database), None);
-    for (name, value) in PINNED_SETTINGS {
-        // SAFETY: setting a GUC of this session; PGC_S_OVERRIDE outranks database and role settings.
-        unsafe { pg_sys::SetConfigOption(name.as_ptr(), value.as_ptr(), pg_sys::GucContext::PGC_SUSET, pg_sys::GucSource::PGC_S_OVERRIDE) };
-    }
+    // Why in a transaction: session_authorization is checked against the catalogs. The values
+    // stay after the commit (they are SET, not SET LOCAL).
+    BackgroundWorker::transaction(pin_settings);
     let state = shmem::shared();
     let database_oid = unsafe { pg_sys::MyDatabaseId };
     // SAFETY: MyProc is this process's, valid until exit; the callback clears the pointer first.

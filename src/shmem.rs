@@ -85,15 +85,18 @@ impl SharedState {
             pg_sys::ConditionVariableInit(&raw mut (*state).segment_loaded);
             let state = &*state;
             let now = crate::clock::ClockPair::read();
+            let saved_offset_us = CLOCK_OFFSET_AT_RESET;
+            CLOCK_OFFSET_AT_RESET = None;
+            crate::mark::restore_at_start(state);
             // Why not the wall clock after a crash: it may be in a forward jump the clock worker
             // had not accepted yet (pg_idgen.clock_forward_delay); the new worker decides again.
-            let saved = CLOCK_OFFSET_AT_RESET;
-            CLOCK_OFFSET_AT_RESET = None;
-            match saved {
+            // Only an offset the persisted marks cover, though: the memory a crash tore down may
+            // hold garbage, and the marks always stay ahead of the generator clock.
+            let covered_us = state.mark.latest_durable_us() + 1_000_000;
+            match saved_offset_us.filter(|offset_us| now.monotonic_us + offset_us <= covered_us) {
                 Some(offset_us) => state.generator_clock.raise_to(offset_us, 0),
                 None => state.generator_clock.raise_to(now.wall_us, now.monotonic_us),
             }
-            crate::mark::restore_at_start(state);
         }
     }
 

@@ -275,3 +275,25 @@ fn a_server_without_snowflake_ids_may_choose_its_epoch() {
 fn sleep_past_a_mark() {
     std::thread::sleep(Duration::from_millis(3000));
 }
+
+/// Claim: the record of what ids were made says snowflake ids exist as soon as they may: a server
+/// killed right after its first snowflake ids, and a server without a node id that only advanced
+/// its snowflake floor past a restored id, both refuse to start later with an epoch that would
+/// make smaller ids.
+#[test]
+fn snowflake_ids_made_just_before_a_crash_or_advanced_past_still_count() {
+    let later_epoch = "pg_idgen.epoch = '2026-01-01 00:00:00+00'";
+    let crashed = started_cluster("made-then-crash", 54421, &["pg_idgen.node_id = 13"]);
+    crashed.connect().batch_execute("SELECT snowflake_next() FROM generate_series(1, 100)").unwrap();
+    crashed.kill9();
+    crashed.configure(&["shared_preload_libraries = 'pg_idgen'", "pg_idgen.node_id = 13", later_epoch]);
+    let log = crashed.try_start().expect_err("the ids made before the crash are larger");
+    assert!(log.contains("FATAL:  changed pg_idgen.epoch would make snowflake ids smaller"), "{log}");
+
+    let advanced = started_cluster("advanced-no-node", 54422, &[]);
+    advanced.connect().batch_execute("SELECT snowflake_advance_past(snowflake_min_id(clock_timestamp()))").unwrap();
+    advanced.stop();
+    advanced.configure(&["shared_preload_libraries = 'pg_idgen'", "pg_idgen.node_id = 14", later_epoch]);
+    let log = advanced.try_start().expect_err("the floor was advanced past a snowflake id");
+    assert!(log.contains("FATAL:  changed pg_idgen.epoch would make snowflake ids smaller"), "{log}");
+}

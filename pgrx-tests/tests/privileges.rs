@@ -47,8 +47,12 @@ ALTER DATABASE app SET search_path = public, pg_catalog;
 "#;
 
 /// What else the owner may set for every session of the database: commits asynchronous,
-/// transactions read-only.
-const SETTINGS: &str = "ALTER DATABASE app SET synchronous_commit = off; ALTER DATABASE app SET default_transaction_read_only = on;";
+/// transactions read-only, and the role sessions run as (which would make the superuser worker
+/// run as the owner).
+const SETTINGS: &str = "ALTER DATABASE app SET synchronous_commit = off;
+    ALTER DATABASE app SET default_transaction_read_only = on;
+    ALTER DATABASE app SET session_authorization = owner;
+    ALTER DATABASE app SET role = owner;";
 
 fn planted_calls(db: &mut Client) -> Vec<String> {
     db.query("SELECT what || ' by ' || by_user FROM public.planted_calls", &[]).unwrap().iter().map(|r| r.get(0)).collect()
@@ -66,8 +70,11 @@ fn restart_worker(db: &mut Client) {
 /// As a superuser, in a session with the database's settings: creates a tag, takes 5,000 of its
 /// numbers (500 ranges of 10, each allocated by the worker) and drops it; returns how many distinct.
 fn use_segments(db: &mut Client, tag: &str) -> i64 {
-    // (Statements of their own: a batch is one transaction, maybe begun read-only.)
-    db.batch_execute("SET default_transaction_read_only = off").unwrap();
+    // (Statements of their own: a batch is one transaction, maybe begun read-only. This session
+    // takes back what the database's settings changed of it; the worker must do so by itself.)
+    for reset in ["SET SESSION AUTHORIZATION postgres", "SET ROLE NONE", "SET default_transaction_read_only = off"] {
+        db.batch_execute(reset).unwrap();
+    }
     db.execute("SELECT segment_create($1, step => 10)", &[&tag]).unwrap();
     let distinct: i64 =
         db.query_one("SELECT count(DISTINCT segment_next($1)) FROM generate_series(1, 5000)", &[&tag]).unwrap().get(0);
@@ -80,8 +87,8 @@ fn use_segments(db: &mut Client, tag: &str) -> i64 {
 /// search path; then the pg_idgen worker (a superuser session, restarted to take the database's
 /// settings) allocates ranges and a superuser runs segment_create, segment_next and segment_drop.
 /// No planted object is ever called, the owner stays a non-superuser, and the numbers are right.
-/// Then the owner makes the database's commits asynchronous and its transactions read-only: the
-/// worker still allocates.
+/// Then the owner makes the database's commits asynchronous, its transactions read-only and its
+/// sessions run as the owner: the worker still allocates, as the superuser it connected as.
 #[test]
 fn a_database_owner_cannot_plant_code_that_pg_idgen_runs() {
     let cluster = started_cluster("privileges", 54389, &["pg_idgen.database = 'app'", "pg_idgen.segment_max_step = 10"]);
