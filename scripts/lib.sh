@@ -36,6 +36,16 @@ ensure_tools() {
     chown postgres:postgres "$WORK_ROOT"
 }
 
+# matplotlib for the benchmark's plots, from PyPI when missing; Debian's package where pip may not
+# install into the system Python (PEP 668).
+ensure_matplotlib() {
+    if ! python3 -c "import matplotlib" 2>/dev/null; then
+        say "installing matplotlib"
+        python3 -m pip install --quiet matplotlib 2>/dev/null ||
+            DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-matplotlib >/dev/null
+    fi
+}
+
 # Builds the extension and installs it into the system PostgreSQL 15.
 install_extension() {
     say "building and installing pg_idgen (release)"

@@ -655,6 +655,15 @@ pub fn advance_past(generator: &Generator, state_value: u64, function: &str) {
     let shared = crate::shmem::shared();
     crate::errors::refuse_during_recovery(function);
     let family = FAMILY_KEYS.iter().position(|key| *key == generator.key).expect("a time-based family");
+    // Why refuse the last tick: a floor past it would leave the generator nothing to hand out, ever.
+    if (state_value >> generator.counter_bits) >= generator.clock.max_tick {
+        crate::errors::raise(
+            PgSqlErrorCode::ERRCODE_DATETIME_FIELD_OVERFLOW,
+            format!("{function}: the given id is in the last tick its format holds, so no id could be greater"),
+            Some(format!("The format's time ends at {}.", clock::format_unix_micros(generator.clock.end_us()))),
+            Some("Check the id: one this close to the end of the format was not made by a server with a sane clock."),
+        );
+    }
     if family == SNOWFLAKE {
         // Snowflake ids above which this server's must stay exist now: the records must say so
         // (SeqCst: before the floor that makes the worker write one is seen).

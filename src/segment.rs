@@ -22,6 +22,7 @@
 //! | `ranges` | the worker's publish; take | the lock; readers check each cell's generation |
 //! | `step`, `last_load_ms`, `issued_before` | publish, switch | the lock |
 //! | `want_next` | calls set it, publish clears it | atomic flag |
+//! | `end_generation` | publish (the tag is at bigint's end), take | the lock |
 //! | `failures`, `retry_at_ms`, `warned_at_ms` | the worker only | single writer |
 //! | `waits`, `history_*` | calls, the worker | atomic counters, approximate |
 //!
@@ -60,8 +61,6 @@ const FREE: u32 = 0;
 const ACTIVE: u32 = 1;
 /// The worker found no row for the tag: calls waiting for it get 42704.
 const DROPPED: u32 = 2;
-/// The tag reached bigint's end: calls get 2200H.
-const EXHAUSTED: u32 = 3;
 
 /// One range `[start, start + len)`, valid for cursor generation `generation`.
 #[repr(C)]
@@ -108,6 +107,9 @@ pub struct Slot {
     tag: [AtomicU8; MAX_TAG_LEN],
     /// The next range is wanted (prefetch share reached, or a call is waiting).
     want_next: AtomicBool,
+    /// The first generation that will never have a range: the tag reached bigint's end with the
+    /// one before it (NO_GENERATION while it has not). Calls get 2200H once they need it.
+    end_generation: AtomicU64,
     /// The step of the last range the worker loaded, and when it loaded it (monotonic ms: a
     /// wall clock stepping back must not make a range look slow).
     step: AtomicU64,
@@ -132,6 +134,7 @@ impl Slot {
         unsafe {
             slot.write_bytes(0, 1);
             (*slot).state.store(FREE, Ordering::Relaxed);
+            (*slot).end_generation.store(NO_GENERATION, Ordering::Relaxed);
             for cell in &(*slot).ranges {
                 cell.generation.store(NO_GENERATION, Ordering::Relaxed);
             }
@@ -182,6 +185,7 @@ impl Slot {
             self.ranges[1].generation.store(NO_GENERATION, Ordering::Release);
             self.cursor.store(0, Ordering::Release);
             self.want_next.store(true, Ordering::Release);
+            self.end_generation.store(NO_GENERATION, Ordering::Release);
             for counter in [&self.step, &self.issued_before, &self.waits] {
                 counter.store(0, Ordering::Relaxed);
             }
@@ -349,6 +353,10 @@ fn switch_or_wait(slot: &Slot, tag: &[u8], version: u64, generation: u64, offset
             slot.cursor.store((generation + 1) << OFFSET_BITS, Ordering::Release);
             return;
         }
+        if slot.end_generation.load(Ordering::Acquire) == generation + 1 {
+            drop(_lock);
+            exhausted(tag);
+        }
         slot.want_next.store(true, Ordering::Release);
     }
     wake_worker(state);
@@ -367,6 +375,7 @@ fn wait_for_range(slot: &Slot, tag: &[u8], version: u64, generation: u64, deadli
         slot.version.load(Ordering::Acquire) != version
             || slot.generation() != generation
             || slot.ranges[(generation + 1) as usize % 2].read(generation + 1).is_some()
+            || slot.end_generation.load(Ordering::Acquire) == generation + 1
     };
     while !ready() {
         let remaining = deadline_ms - clock::monotonic_millis();
@@ -380,18 +389,22 @@ fn wait_for_range(slot: &Slot, tag: &[u8], version: u64, generation: u64, deadli
     }
     unsafe { pg_sys::ConditionVariableCancelSleep() };
     // What the worker found instead of a range: say so, rather than look the tag up again.
-    let outcome = {
+    let (dropped, at_end) = {
         let _lock = SlotLock::shared();
         let mine = slot.holds(unsafe { pg_sys::MyDatabaseId }, tag);
-        if mine { slot.state.load(Ordering::Acquire) } else { FREE }
+        (
+            mine && slot.state.load(Ordering::Acquire) == DROPPED,
+            slot.version.load(Ordering::Acquire) == version && slot.end_generation.load(Ordering::Acquire) == generation + 1,
+        )
     };
-    match outcome {
-        DROPPED => unknown_tag(
+    if dropped {
+        unknown_tag(
             tag,
             "The worker does not find it in the tag table: it was dropped, or it was created in a transaction that has not committed yet.",
-        ),
-        EXHAUSTED => exhausted(tag),
-        _ => {}
+        );
+    }
+    if at_end {
+        exhausted(tag);
     }
 }
 
@@ -482,15 +495,14 @@ fn register(tag: &[u8], deadline_ms: i64) -> (usize, u64) {
     let found = {
         let _lock = SlotLock::exclusive();
         match slots.iter().position(|s| s.holds(database, tag) && s.state.load(Ordering::Acquire) != DROPPED) {
-            Some(index) => Some((index, slots[index].state.load(Ordering::Acquire))),
-            None => slots.iter().position(|s| matches!(s.state.load(Ordering::Acquire), FREE | DROPPED)).map(|free| {
+            Some(index) => Some(index),
+            None => slots.iter().position(|s| matches!(s.state.load(Ordering::Acquire), FREE | DROPPED)).inspect(|&free| {
                 slots[free].take(database, tag);
-                (free, ACTIVE)
             }),
         }
-        .map(|(index, state)| (index, state, slots[index].version.load(Ordering::Acquire)))
+        .map(|index| (index, slots[index].version.load(Ordering::Acquire)))
     };
-    let Some((index, state, version)) = found else {
+    let Some((index, version)) = found else {
         errors::raise(
             PgSqlErrorCode::ERRCODE_CONFIGURATION_LIMIT_EXCEEDED,
             format!("no shared-memory slot left for segment tag \"{}\"", display(tag)),
@@ -498,9 +510,6 @@ fn register(tag: &[u8], deadline_ms: i64) -> (usize, u64) {
             Some("Raise pg_idgen.max_tags and restart the server, or drop tags that are no longer used."),
         )
     };
-    if state == EXHAUSTED {
-        exhausted(tag);
-    }
     LOOKUP.with(|l| l.borrow_mut().insert(tag.to_vec(), (index, version)));
     (index, version)
 }
@@ -618,7 +627,7 @@ pub enum Outcome {
     Range(i64, u64),
     /// The tag's row is gone.
     NoTag,
-    /// The tag is at bigint's end.
+    /// The tag is at bigint's end: there is no range `generation`.
     Exhausted,
     /// The allocation failed (a lock, …); the message is for the log.
     Failed(String),
@@ -642,6 +651,7 @@ pub fn needs(database: pg_sys::Oid) -> Vec<Need> {
         let wanted = slot.generation() + 1;
         if !slot.want_next.load(Ordering::Acquire)
             || slot.ranges[wanted as usize % 2].read(wanted).is_some()
+            || wanted >= slot.end_generation.load(Ordering::Acquire)
             || slot.retry_at_ms.load(Ordering::Relaxed) > now_ms
         {
             continue;
@@ -686,7 +696,9 @@ pub fn publish(need: &Need, outcome: &Outcome) -> bool {
             false
         }
         Outcome::Exhausted => {
-            slot.set_state(EXHAUSTED);
+            // Only past the ranges already loaded: calls go on with those first.
+            slot.end_generation.store(need.generation, Ordering::Release);
+            slot.want_next.store(false, Ordering::Release);
             false
         }
         Outcome::Failed(_) => {
@@ -750,7 +762,7 @@ fn segment_status() -> TableIterator<
     let mut rows = Vec::new();
     let _lock = SlotLock::shared();
     for slot in shmem::slots() {
-        if !matches!(slot.state.load(Ordering::Acquire), ACTIVE | EXHAUSTED) || slot.database.load(Ordering::Acquire) != database {
+        if slot.state.load(Ordering::Acquire) != ACTIVE || slot.database.load(Ordering::Acquire) != database {
             continue;
         }
         let cursor = slot.cursor.load(Ordering::Acquire);

@@ -28,3 +28,11 @@ SELECT snowflake_next() > (SELECT max(id) FROM orders) AS later_is_greater;
 -- Volatile (a new value each call) and parallel safe (the state is in shared memory).
 SELECT proname, provolatile, proparallel, prorettype::regtype
   FROM pg_proc WHERE proname = 'snowflake_next';
+
+-- Advancing past an id (after a restore from another server): refused for an id nothing can be
+-- above, or a UUID of another version. (Valid calls are tested on clusters of their own: they move
+-- this server's ids.)
+SELECT snowflake_advance_past(9223372036854775807);
+SELECT objectid_advance_past('ffffffffffffffffffffffff');
+SELECT uuid_v7_advance_past('6ccd780c-baba-4026-9564-5b8c656024db');
+SELECT snowflake_advance_past(-1);
