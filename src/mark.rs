@@ -75,6 +75,17 @@ impl MarkState {
     pub fn latest_durable_us(&self) -> i64 {
         self.durable_us.iter().map(|m| m.load(Relaxed)).max().unwrap_or(0)
     }
+
+    fn persisted(&self) -> [i64; FAMILIES] {
+        std::array::from_fn(|i| self.persisted_us[i].load(Relaxed))
+    }
+
+    /// Records marks that both files now hold (each only ever rises).
+    fn note_persisted(&self, marks_us: [i64; FAMILIES]) {
+        for (persisted, mark_us) in self.persisted_us.iter().zip(marks_us) {
+            persisted.fetch_max(mark_us, Relaxed);
+        }
+    }
 }
 
 /// What a mark file or WAL record says.
@@ -88,16 +99,6 @@ pub struct MarkRecord {
     /// Whether snowflake ids may have been made under this data directory: true once a node id
     /// was set (snowflake ids need one) or a snowflake floor was advanced; then it stays true.
     pub snowflake_made: bool,
-}
-
-impl FileContent {
-    /// A file of version 0.2 beside another copy is taken as a record like any other.
-    fn without_version(self) -> FileContent {
-        match self {
-            FileContent::Version02(record) => FileContent::Record(record),
-            other => other,
-        }
-    }
 }
 
 impl MarkRecord {
@@ -155,6 +156,16 @@ enum FileContent {
     /// Written by a start under pg_upgrade into a data directory that had no mark: the ids the
     /// old cluster made are unknown until its file is copied in.
     MadeByPgUpgrade,
+}
+
+impl FileContent {
+    /// A file of version 0.2 beside another copy is taken as a record like any other.
+    fn without_version(self) -> FileContent {
+        match self {
+            FileContent::Version02(record) => FileContent::Record(record),
+            other => other,
+        }
+    }
 }
 
 /// The families' names in the file format.
@@ -244,8 +255,8 @@ pub fn restore_at_start(state: &SharedState) {
     if record.node_id != config.node_id {
         log!(
             "pg_idgen: node id changed from {} to {} since the last high-water mark",
-            record.node_id.map_or("unset".into(), |n| n.to_string()),
-            config.node_id.map_or("unset".into(), |n| n.to_string())
+            crate::settings::node_id_text(record.node_id),
+            crate::settings::node_id_text(config.node_id)
         );
     }
     restore(state, config, &record);
@@ -411,9 +422,7 @@ fn changed_settings(old: &Layout, new: &Layout) -> Vec<(&'static str, String)> {
 /// and during WAL replay.
 fn restore(state: &SharedState, config: &Config, record: &MarkRecord) {
     publish(state, config, record.marks_us);
-    for (persisted, mark_us) in state.mark.persisted_us.iter().zip(record.marks_us) {
-        persisted.fetch_max(mark_us, Relaxed);
-    }
+    state.mark.note_persisted(record.marks_us);
     state.mark.snowflake_made.fetch_or(record.snowflake_made, Relaxed);
     for (i, generator) in generators(config).iter().enumerate() {
         let mut floor = generator.state_at(record.marks_us[i]);
@@ -468,9 +477,7 @@ pub fn advance_if_due(state: &SharedState, config: &Config, now: ClockPair) {
     if let Err(e) = write_record(&record) {
         fail(PgLogLevel::ERROR, format!("could not write file \"{MARK_FILE}\": {e}"), damaged_hint());
     }
-    for (persisted, mark_us) in state.mark.persisted_us.iter().zip(record.marks_us) {
-        persisted.fetch_max(mark_us, Relaxed);
-    }
+    state.mark.note_persisted(record.marks_us);
     publish(state, config, record.marks_us);
     state.mark.advanced_at_us.store(now.wall_us, Relaxed);
 }
@@ -543,7 +550,7 @@ pub fn save_exact_marks() {
     }
     let state = crate::shmem::shared();
     let config = crate::settings::config();
-    let persisted_us: [i64; FAMILIES] = std::array::from_fn(|i| state.mark.persisted_us[i].load(Relaxed));
+    let persisted_us = state.mark.persisted();
     let exact_us = in_use_until_us(state, config);
     // Why only when earlier, and a failure only logged: the files then keep the durable marks.
     if (0..FAMILIES).any(|i| exact_us[i] < persisted_us[i]) {
@@ -605,14 +612,12 @@ unsafe extern "C-unwind" fn redo(record: *mut pg_sys::XLogReaderState) {
     // Why only when one rises: crash recovery also replays marks older than the files'. Why a
     // failure is only a WARNING: stopping the standby would not make the disk write either; the
     // next record (every half clock_reserve on the primary) tries again.
-    let persisted_us: [i64; FAMILIES] = std::array::from_fn(|i| state.mark.persisted_us[i].load(Relaxed));
+    let persisted_us = state.mark.persisted();
     if (0..FAMILIES).any(|i| record.marks_us[i] > persisted_us[i]) {
         let newer = MarkRecord { marks_us: std::array::from_fn(|i| record.marks_us[i].max(persisted_us[i])), ..record };
         match write_record(&newer) {
             Ok(()) => {
-                for (persisted, mark_us) in state.mark.persisted_us.iter().zip(newer.marks_us) {
-                    persisted.fetch_max(mark_us, Relaxed);
-                }
+                state.mark.note_persisted(newer.marks_us);
             }
             Err(e) => warning!("pg_idgen: could not write the replayed high-water mark to \"{MARK_FILE}\": {e}"),
         }
@@ -681,7 +686,7 @@ pub fn advance_past(generator: &Generator, state_value: u64, function: &str) {
                 Some("Check that the background worker \"pg_idgen clock\" runs (pg_idgen_status().clock_worker_pid), and call the function again."),
             );
         }
-        let latch = shared.clock_worker_latch.load(std::sync::atomic::Ordering::Acquire);
+        let latch = shared.clock_worker_latch.load(Acquire);
         if !latch.is_null() {
             // SAFETY: the worker clears the pointer before its latch goes away.
             unsafe { pg_sys::SetLatch(latch) };

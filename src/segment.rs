@@ -148,7 +148,17 @@ impl Slot {
 
     /// Whether the slot holds `tag` of `database` (any state but FREE). Under the lock.
     fn holds(&self, database: pg_sys::Oid, tag: &[u8]) -> bool {
-        self.state.load(Ordering::Acquire) != FREE && self.database.load(Ordering::Acquire) == database.to_u32() && self.tag() == tag
+        self.holds_a_tag_of(database) && self.tag() == tag
+    }
+
+    /// Whether the slot holds a tag of `database` (any state but FREE).
+    fn holds_a_tag_of(&self, database: pg_sys::Oid) -> bool {
+        self.state.load(Ordering::Acquire) != FREE && self.database.load(Ordering::Acquire) == database.to_u32()
+    }
+
+    /// Whether the slot serves a tag of `database`.
+    fn serves(&self, database: pg_sys::Oid) -> bool {
+        self.state.load(Ordering::Acquire) == ACTIVE && self.database.load(Ordering::Acquire) == database.to_u32()
     }
 
     fn generation(&self) -> u64 {
@@ -522,7 +532,7 @@ pub fn retire_tag(database: pg_sys::Oid, tag: &[u8]) {
 
 /// Retires every tag of a database (TRUNCATE, the table dropped).
 pub fn retire_database(database: pg_sys::Oid) {
-    retire_where(|slot| slot.state.load(Ordering::Acquire) != FREE && slot.database.load(Ordering::Acquire) == database.to_u32());
+    retire_where(|slot| slot.holds_a_tag_of(database));
 }
 
 fn retire_where(matches: impl Fn(&Slot) -> bool) {
@@ -645,7 +655,7 @@ pub fn needs(database: pg_sys::Oid) -> Vec<Need> {
     let _lock = SlotLock::shared();
     let mut needs = Vec::new();
     for (index, slot) in shmem::slots().iter().enumerate() {
-        if slot.state.load(Ordering::Acquire) != ACTIVE || slot.database.load(Ordering::Acquire) != database.to_u32() {
+        if !slot.serves(database) {
             continue;
         }
         let wanted = slot.generation() + 1;
@@ -757,12 +767,12 @@ fn segment_status() -> TableIterator<
     ),
 > {
     shmem::shared();
-    let database = unsafe { pg_sys::MyDatabaseId }.to_u32();
+    let database = unsafe { pg_sys::MyDatabaseId };
     let now = clock::wall_unix_micros() / 1_000_000;
     let mut rows = Vec::new();
     let _lock = SlotLock::shared();
     for slot in shmem::slots() {
-        if slot.state.load(Ordering::Acquire) != ACTIVE || slot.database.load(Ordering::Acquire) != database {
+        if !slot.serves(database) {
             continue;
         }
         let cursor = slot.cursor.load(Ordering::Acquire);

@@ -216,13 +216,13 @@ const STRING_SETTINGS: [StringSetting; 5] = [
         name: c"pg_idgen.layout",
         setting: &LAYOUT,
         short: c"Snowflake layout preset: twitter (41/10/12, 1 ms), sonyflake (39/16/8, 10 ms), uidgen (28/22/13, 1 s).",
-        check: |text| Preset::from_name(text).map(|_| ()).ok_or_else(|| "Known layouts are twitter, sonyflake and uidgen.".into()),
+        check: |text| parse_preset(text).map(|_| ()),
     },
     StringSetting {
         name: c"pg_idgen.clock_step_policy",
         setting: &CLOCK_STEP_POLICY,
         short: c"When the wall clock steps back: keep_generating (from the monotonic clock) or refuse (raise an error).",
-        check: |text| StepPolicy::from_name(text).map(|_| ()).ok_or_else(|| "It must be keep_generating or refuse.".into()),
+        check: |text| parse_step_policy(text).map(|_| ()),
     },
     StringSetting {
         name: c"pg_idgen.database",
@@ -473,6 +473,14 @@ fn invalid_with_hint(level: PgLogLevel, name: &CStr, value: &str, detail: &str, 
     unreachable!("an ERROR or FATAL report does not return")
 }
 
+fn parse_preset(text: &str) -> Result<Preset, String> {
+    Preset::from_name(text).ok_or_else(|| "Known layouts are twitter, sonyflake and uidgen.".into())
+}
+
+fn parse_step_policy(text: &str) -> Result<StepPolicy, String> {
+    StepPolicy::from_name(text).ok_or_else(|| "It must be keep_generating or refuse.".into())
+}
+
 /// A node id: empty (or -1) for unset, else a plain non-negative integer — never rounded, so
 /// "1.5" is an error rather than node 2.
 fn parse_node_id(text: &str) -> Result<Option<u32>, String> {
@@ -540,9 +548,7 @@ fn check_database_name(text: &str) -> Result<(), String> {
 
 fn load(level: PgLogLevel) -> Config {
     let preset_text = string_value(&LAYOUT, "twitter");
-    let Some(preset) = Preset::from_name(&preset_text) else {
-        invalid(level, c"pg_idgen.layout", &preset_text, "Known layouts are twitter, sonyflake and uidgen.")
-    };
+    let preset = parse_preset(&preset_text).unwrap_or_else(|detail| invalid(level, c"pg_idgen.layout", &preset_text, &detail));
     let base = preset.layout();
     let pick = |setting: &GucSetting<i32>, from_preset: u32| match setting.get() {
         FROM_PRESET => from_preset,
@@ -611,9 +617,8 @@ fn load(level: PgLogLevel) -> Config {
         );
     }
     let policy_text = string_value(&CLOCK_STEP_POLICY, "keep_generating");
-    let Some(clock_step_policy) = StepPolicy::from_name(&policy_text) else {
-        invalid(level, c"pg_idgen.clock_step_policy", &policy_text, "It must be keep_generating or refuse.")
-    };
+    let clock_step_policy =
+        parse_step_policy(&policy_text).unwrap_or_else(|detail| invalid(level, c"pg_idgen.clock_step_policy", &policy_text, &detail));
     Config {
         layout,
         node_id,
@@ -626,13 +631,17 @@ fn load(level: PgLogLevel) -> Config {
     }
 }
 
+/// A node id for messages: the number, or "unset".
+pub fn node_id_text(node_id: Option<u32>) -> String {
+    node_id.map_or("unset".into(), |n| n.to_string())
+}
+
 fn string_value(setting: &GucSetting<Option<CString>>, default: &str) -> String {
     setting.get().map(|s| s.to_string_lossy().trim().to_string()).unwrap_or_else(|| default.to_string())
 }
 
 fn log_start_line(config: &Config) {
     let layout = &config.layout;
-    let node = config.node_id.map_or("unset".to_string(), |n| n.to_string());
     pgrx::log!(
         "pg_idgen: snowflake layout {}/{}/{} ({}), {} ms per tick, epoch {}, node id {}; the time bits last until {}",
         layout.time_bits,
@@ -641,7 +650,7 @@ fn log_start_line(config: &Config) {
         layout.preset.name(),
         layout.unit_ms,
         crate::clock::format_unix_micros(layout.epoch_us),
-        node,
+        node_id_text(config.node_id),
         crate::clock::format_unix_micros(layout.clock().end_us()),
     );
 }
