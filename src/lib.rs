@@ -32,11 +32,13 @@ pgrx::extension_sql_file!("../sql/comments.sql", name = "comments", finalize);
 pub extern "C-unwind" fn _PG_init() {
     let preloading = unsafe { pgrx::pg_sys::process_shared_preload_libraries_in_progress };
     settings::declare(preloading);
+    // In every process that loads the library: segment_create and segment_drop run SQL on the
+    // tag table also when it is not preloaded.
+    segment_table::install_analysis_guard();
     if preloading {
         shmem::install_hooks();
         mark::register_wal_resource_manager();
         segment_table::install_drop_hook();
-        segment_table::install_analysis_guard();
         // Why no workers under pg_upgrade: no ids are made then, and a worker connected to a
         // database would keep pg_upgrade from creating it anew.
         if !unsafe { pgrx::pg_sys::IsBinaryUpgrade } {

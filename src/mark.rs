@@ -4,15 +4,15 @@
 //! id) must not drag the others' floors with it.
 //!
 //! The clock worker keeps each mark `pg_idgen.clock_reserve` ahead of its family's time in use. A
-//! new record
-//! is first written to WAL as a record of pg_idgen's own resource manager and flushed, then
-//! written to two files in the data directory (`pg_idgen.mark` and its copy `pg_idgen/mark`, each
-//! fsynced and renamed into place), and only then published to the generators as their limits.
+//! new record is first written to two files in the data directory (`pg_idgen.mark` and its copy
+//! `pg_idgen/mark`, each fsynced and renamed into place), then to WAL as a record of pg_idgen's own
+//! resource manager, flushed, and only then published to the generators as their limits.
 //!
 //! The files are read when shared memory is built, before any process can generate. Every
 //! generator's floor is set past the mark: values continue from there, so after a restart, a crash
 //! or a promotion nothing is handed out again, whatever the wall clock says, without a database
-//! connection. A standby's startup process replays each mark into its shared memory and files.
+//! connection. A standby's startup process replays each mark into its files, then its shared
+//! memory; a mark it cannot write stops recovery.
 //!
 //! What a record holds besides the mark — the snowflake layout and epoch, the node id, whether
 //! snowflake ids were made — lets a start with changed settings refuse when its ids would not be
@@ -74,6 +74,12 @@ impl MarkState {
     /// The latest of the durable marks: no id of any family has reached it.
     pub fn latest_durable_us(&self) -> i64 {
         self.durable_us.iter().map(|m| m.load(Relaxed)).max().unwrap_or(0)
+    }
+
+    /// The earliest of the durable marks: the generator clock has not reached it (each mark is
+    /// kept ahead of the clock; one family's may be far ahead after an advance).
+    pub fn earliest_durable_us(&self) -> i64 {
+        self.durable_us.iter().map(|m| m.load(Relaxed)).min().unwrap_or(0)
     }
 
     fn persisted(&self) -> [i64; FAMILIES] {
@@ -205,7 +211,10 @@ fn parse(text: &str) -> FileContent {
                 }
             }
             ("node_id", ["unset"]) => node_id = Some(None),
-            ("node_id", [v]) => node_id = Some(v.parse::<u32>().ok()),
+            ("node_id", [v]) => match v.parse::<u32>() {
+                Ok(n) => node_id = Some(Some(n)),
+                Err(_) => return damaged(),
+            },
             ("snowflake_made", [v]) => snowflake_made = v.parse::<bool>().ok(),
             _ => return damaged(),
         }
@@ -283,8 +292,7 @@ fn read_at_start() -> Option<MarkRecord> {
         (FileContent::Missing, FileContent::Missing) if binary_upgrade => {
             // Why: a pg_upgrade target cluster is new, but the ids of the old one are not. Its
             // first normal start must wait for the old cluster's file.
-            write_text(&format!("{FORMAT_LINE}\n{MADE_BY_PG_UPGRADE}\n"))
-                .unwrap_or_else(|e| fail(PgLogLevel::FATAL, format!("could not write file \"{MARK_FILE}\": {e}"), damaged_hint()));
+            write_text(&format!("{FORMAT_LINE}\n{MADE_BY_PG_UPGRADE}\n")).unwrap_or_else(|message| fail(PgLogLevel::FATAL, message, write_hint()));
             return None;
         }
         (FileContent::Missing, FileContent::Missing) => {
@@ -323,7 +331,7 @@ fn read_at_start() -> Option<MarkRecord> {
     // Both copies in the current format, before anything can generate (a pg_upgrade start
     // writes nothing into a data directory it may go back to).
     if !binary_upgrade {
-        write_record(&record).unwrap_or_else(|e| fail(PgLogLevel::FATAL, format!("could not write file \"{MARK_FILE}\": {e}"), damaged_hint()));
+        write_record(&record).unwrap_or_else(|message| fail(PgLogLevel::FATAL, message, write_hint()));
     }
     Some(record)
 }
@@ -339,6 +347,10 @@ fn missing(lost: &str, kept: &str, record: &MarkRecord) -> ! {
             "Without it ids could be handed out again. Restore it from the other copy, in the data directory: cp {kept} {lost}; then start the server."
         ),
     )
+}
+
+fn write_hint() -> String {
+    format!("pg_idgen keeps its high-water marks in {MARK_FILE} and {COPY_FILE} in the data directory: the server must be able to write both (permissions, free space).")
 }
 
 fn damaged_hint() -> String {
@@ -473,11 +485,13 @@ pub fn advance_if_due(state: &SharedState, config: &Config, now: ClockPair) {
         return;
     }
     let record = record_for(state, config, std::array::from_fn(|i| durable_us[i].max(in_use_us[i] + reserve_us)));
-    log_to_wal(&record);
-    if let Err(e) = write_record(&record) {
-        fail(PgLogLevel::ERROR, format!("could not write file \"{MARK_FILE}\": {e}"), damaged_hint());
+    // Why the files before WAL: a base backup whose start checkpoint falls between the two steps
+    // would otherwise copy the old file and start replay after the record, and know neither.
+    if let Err(message) = write_record(&record) {
+        fail(PgLogLevel::ERROR, message, write_hint());
     }
     state.mark.note_persisted(record.marks_us);
+    log_to_wal(&record);
     publish(state, config, record.marks_us);
     state.mark.advanced_at_us.store(now.wall_us, Relaxed);
 }
@@ -510,19 +524,24 @@ fn read_copy(path: &str) -> FileContent {
     }
 }
 
-fn write_record(record: &MarkRecord) -> std::io::Result<()> {
+fn write_record(record: &MarkRecord) -> Result<(), String> {
     write_text(&record.to_text())
 }
 
 /// Replaces both copies with `text`, durably: a crash leaves each the old file or the new one,
-/// never a torn one. The main file first: a start takes the later of the two.
-fn write_text(text: &str) -> std::io::Result<()> {
+/// never a torn one, and a start takes the later of the two. Why the copy first: converting a
+/// file of version 0.2, which has no copy yet, a crash between the two leaves both files. An
+/// error says which file.
+fn write_text(text: &str) -> Result<(), String> {
     if !Path::new(COPY_DIR).is_dir() {
-        std::fs::create_dir(COPY_DIR)?;
-        std::fs::File::open(".")?.sync_all()?;
+        std::fs::create_dir(COPY_DIR)
+            .and_then(|()| std::fs::File::open(".")?.sync_all())
+            .map_err(|e| format!("could not create directory \"{COPY_DIR}\": {e}"))?;
     }
-    replace_file(Path::new("."), MARK_FILE, text)?;
-    replace_file(Path::new(COPY_DIR), COPY_FILE, text)
+    for (dir, path) in [(COPY_DIR, COPY_FILE), (".", MARK_FILE)] {
+        replace_file(Path::new(dir), path, text).map_err(|e| format!("could not write file \"{path}\": {e}"))?;
+    }
+    Ok(())
 }
 
 fn replace_file(dir: &Path, path: &str, text: &str) -> std::io::Result<()> {
@@ -555,8 +574,8 @@ pub fn save_exact_marks() {
     // Why only when earlier, and a failure only logged: the files then keep the durable marks.
     if (0..FAMILIES).any(|i| exact_us[i] < persisted_us[i]) {
         let marks_us = std::array::from_fn(|i| exact_us[i].min(persisted_us[i]));
-        if let Err(e) = write_record(&record_for(state, config, marks_us)) {
-            warning!("pg_idgen: could not save the exact high-water marks in \"{MARK_FILE}\": {e}");
+        if let Err(message) = write_record(&record_for(state, config, marks_us)) {
+            warning!("pg_idgen: could not save the exact high-water marks: {message}");
         }
     }
 }
@@ -600,28 +619,26 @@ unsafe fn decode_record(record: *mut pg_sys::XLogReaderState) -> Option<MarkReco
     }
 }
 
-/// Replays a mark (crash recovery, or a standby): floors and limits in shared memory, and this
-/// server's files, so that a later restart or promotion honours it.
+/// Replays a mark (crash recovery, or a standby): this server's files, then floors and limits in
+/// shared memory, so that a later restart or promotion honours it.
 #[pg_guard]
 unsafe extern "C-unwind" fn redo(record: *mut pg_sys::XLogReaderState) {
     let Some(record) = (unsafe { decode_record(record) }) else {
         error!("pg_idgen: unknown WAL record");
     };
     let state = crate::shmem::shared();
-    restore(state, crate::settings::config(), &record);
-    // Why only when one rises: crash recovery also replays marks older than the files'. Why a
-    // failure is only a WARNING: stopping the standby would not make the disk write either; the
-    // next record (every half clock_reserve on the primary) tries again.
+    // Why the files first, and why a failure stops recovery: limits from a record the files do not
+    // hold would let a promoted server hand out ids that, once a checkpoint passes the record, a
+    // restart forgets. Stopped here, recovery replays the record again at the next start. Why
+    // only when one rises: crash recovery also replays marks older than the files'.
     let persisted_us = state.mark.persisted();
     if (0..FAMILIES).any(|i| record.marks_us[i] > persisted_us[i]) {
         let newer = MarkRecord { marks_us: std::array::from_fn(|i| record.marks_us[i].max(persisted_us[i])), ..record };
-        match write_record(&newer) {
-            Ok(()) => {
-                state.mark.note_persisted(newer.marks_us);
-            }
-            Err(e) => warning!("pg_idgen: could not write the replayed high-water mark to \"{MARK_FILE}\": {e}"),
+        if let Err(message) = write_record(&newer) {
+            fail(PgLogLevel::ERROR, format!("could not keep a replayed high-water mark: {message}"), write_hint());
         }
     }
+    restore(state, crate::settings::config(), &record);
 }
 
 #[pg_guard]
@@ -721,6 +738,8 @@ mod tests {
         let bad_bits = "pg_idgen mark 1\nmark_us snowflake 5\nmark_us objectid 5\nmark_us uuid7 5\nsnowflake_layout twitter 70 10 12 1 0\nnode_id 1\nsnowflake_made true\n";
         assert!(matches!(parse(bad_bits), FileContent::Damaged(_)), "a layout that cannot be");
         assert!(matches!(parse("not a time"), FileContent::Damaged(_)));
+        let bad_node = "pg_idgen mark 1\nmark_us snowflake 5\nmark_us objectid 5\nmark_us uuid7 5\nnode_id 7x\nsnowflake_made true\n";
+        assert!(matches!(parse(bad_node), FileContent::Damaged(_)), "a node id that is not a number");
         assert!(matches!(parse("pg_idgen mark 1\nmark_us snowflake 5\n"), FileContent::Damaged(_)), "fields missing");
         assert!(matches!(parse("pg_idgen mark 2\nmark_us snowflake 5\n"), FileContent::Damaged(_)), "a later format");
         assert_eq!(parse("pg_idgen mark 1\nmade_by_pg_upgrade\n"), FileContent::MadeByPgUpgrade);

@@ -363,9 +363,10 @@ unsafe fn relation_other_than(query: *mut pg_sys::Query, table: pg_sys::Oid) -> 
     }
 }
 
-/// Installs the analysis guard. Called from `_PG_init` while preloading.
+/// Installs the analysis guard. Called from `_PG_init`, whenever the library is loaded (preloaded
+/// or not): the hook is this process's (and, preloaded, its children's).
 pub fn install_analysis_guard() {
-    // SAFETY: hooks are installed once, in the postmaster, before any backend exists.
+    // SAFETY: _PG_init runs once per process, before any of pg_idgen's statements.
     unsafe {
         PREVIOUS_POST_PARSE_ANALYZE_HOOK = pg_sys::post_parse_analyze_hook;
         pg_sys::post_parse_analyze_hook = Some(check_analyzed_statement);

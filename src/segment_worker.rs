@@ -29,7 +29,7 @@ use crate::{settings, shmem};
 const IDLE_WAKEUP: Duration = Duration::from_millis(250);
 
 /// The worker session's settings, fixed for its life.
-const PINNED_SETTINGS: [(&CStr, &CStr); 9] = [
+const PINNED_SETTINGS: [(&CStr, &CStr); 10] = [
     (c"search_path", c"pg_catalog, pg_temp"),
     // `ALTER DATABASE … SET role` would otherwise make the worker run as that role.
     (c"role", c"none"),
@@ -43,7 +43,13 @@ const PINNED_SETTINGS: [(&CStr, &CStr); 9] = [
     // A locked tag table makes an allocation give up quickly and be retried; a locked row fails
     // at once (NOWAIT), so one busy tag never holds up the others.
     (c"lock_timeout", c"200ms"),
-    (c"session_replication_role", c"origin"),
+    // Why replica: then only triggers the table's owner enabled ALWAYS or REPLICA fire on the
+    // worker's allocations (pg_idgen's own are ALWAYS). A role granted TRIGGER on segment_tag can
+    // add a trigger, but not change when it fires: it would run as this superuser session, and
+    // could rewrite max_id under the allocation.
+    (c"session_replication_role", c"replica"),
+    // A database's `exit_on_error = on` would turn every caught allocation error into an exit.
+    (c"exit_on_error", c"off"),
 ];
 
 /// Registers the worker. Called from `_PG_init` while preloading.

@@ -91,8 +91,8 @@ impl SharedState {
             // Why not the wall clock after a crash: it may be in a forward jump the clock worker
             // had not accepted yet (pg_idgen.clock_forward_delay); the new worker decides again.
             // Only an offset the persisted marks cover, though: the memory a crash tore down may
-            // hold garbage, and the marks always stay ahead of the generator clock.
-            let covered_us = state.mark.latest_durable_us() + 1_000_000;
+            // hold garbage, and every family's mark stays ahead of the generator clock.
+            let covered_us = state.mark.earliest_durable_us() + 1_000_000;
             match saved_offset_us.filter(|offset_us| now.monotonic_us + offset_us <= covered_us) {
                 Some(offset_us) => state.generator_clock.raise_to(offset_us, 0),
                 None => state.generator_clock.raise_to(now.wall_us, now.monotonic_us),

@@ -2,7 +2,7 @@
 //! across a restart, mark files lost, pg_upgrade, base backups, dump and restore.
 
 use std::process::Command;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use pg_idgen_system_tests::{
     assert_ids_unique_and_ordered, started_cluster, started_cluster_on_fake_clock, started_cluster_with_clock_offset, ClientIds, Cluster,
@@ -296,4 +296,53 @@ fn snowflake_ids_made_just_before_a_crash_or_advanced_past_still_count() {
     advanced.configure(&["shared_preload_libraries = 'pg_idgen'", "pg_idgen.node_id = 14", later_epoch]);
     let log = advanced.try_start().expect_err("the floor was advanced past a snowflake id");
     assert!(log.contains("FATAL:  changed pg_idgen.epoch would make snowflake ids smaller"), "{log}");
+}
+
+/// Claim: a standby that cannot write a replayed mark to its files (its `pg_idgen/` made
+/// read-only) stops recovery with FATAL naming the file, rather than replay on with limits a
+/// restart would forget; once the directory is writable again it starts and catches up, and,
+/// promoted with its clock 30 s behind and the same node id, hands out only ids greater than
+/// every id its old primary handed out.
+#[test]
+fn a_standby_that_cannot_write_a_mark_stops_rather_than_forget_it() {
+    let primary = started_cluster("unwritable-primary", 54423, &["pg_idgen.node_id = 16"]);
+    let mut taken = take(&primary, 0);
+    let mut standby = Cluster::standby_of("unwritable-standby", 54424, &primary);
+    standby.use_fake_clock();
+    standby.set_clock_offset(-30);
+    standby.configure(&["shared_preload_libraries = 'pg_idgen'", "pg_idgen.node_id = 16"]);
+    standby.start();
+    let copy_dir = standby.data_file("pg_idgen");
+    chmod(&copy_dir, "0555");
+    // Long enough for the primary to move its marks (every half clock_reserve) twice.
+    taken.extend(Load::start(&primary, 1, 0).stop_after(Duration::from_millis(6000)));
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while standby.data_file("postmaster.pid").exists() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert!(!standby.data_file("postmaster.pid").exists(), "the standby replays on:\n{}", standby.log());
+    let log = standby.log();
+    assert!(
+        log.contains("FATAL:  could not keep a replayed high-water mark: could not write file \"pg_idgen/mark\": Permission denied"),
+        "{log}"
+    );
+
+    chmod(&copy_dir, "0700");
+    standby.start();
+    taken.extend(take(&primary, 0));
+    let primary_lsn: String = primary.connect().query_one("SELECT pg_current_wal_lsn()::text", &[]).unwrap().get(0);
+    let mut replica = standby.connect();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !replica.query_one("SELECT pg_last_wal_replay_lsn() >= $1::text::pg_lsn", &[&primary_lsn]).unwrap().get::<_, bool>(0) {
+        assert!(Instant::now() < deadline, "the standby did not catch up");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    primary.stop();
+    standby.promote();
+    taken.extend(take(&standby, 1));
+    assert_ids_unique_and_ordered(&mut standby.connect(), "unwritable", &taken);
+}
+
+fn chmod(path: &std::path::Path, mode: &str) {
+    assert!(Command::new("chmod").args([mode, path.to_str().unwrap()]).status().unwrap().success());
 }

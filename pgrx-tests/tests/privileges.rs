@@ -204,3 +204,72 @@ fn a_schema_swapped_under_pg_idgen_never_runs_the_owners_code() {
     let refused = cluster.log().matches("names another relation").count();
     println!("{swaps} swaps, {taken} numbers taken, {refused} statements refused (in the log)");
 }
+
+/// The pg_idgen worker's process id (one worker: pg_idgen.database's).
+fn worker_pid(db: &mut Client) -> i32 {
+    db.query_one("SELECT pid FROM pg_catalog.pg_stat_activity WHERE backend_type = 'pg_idgen worker'", &[]).unwrap().get(0)
+}
+
+/// Claim: a role the superuser granted every privilege on the tag table (TRIGGER included), not
+/// its owner, adds a row trigger to `segment_tag` that would make the grantee a superuser and
+/// hold every tag back; the worker allocates 500 ranges and the trigger never runs in it. Then
+/// the database's owner sets `exit_on_error = on` for the database, and the worker, restarted
+/// with it, cannot lock a tag row held by a session (an error it catches): it retries and serves the tag
+/// once the row is free, and is still the same process (the error did not become an exit).
+#[test]
+fn a_trigger_added_by_a_grantee_never_runs_in_the_worker() {
+    let cluster = started_cluster("privileges-grantee", 54425, &["pg_idgen.database = 'app'", "pg_idgen.segment_max_step = 10"]);
+    let mut postgres = cluster.connect();
+    postgres.batch_execute("CREATE ROLE owner LOGIN").unwrap();
+    postgres.batch_execute("CREATE DATABASE app OWNER owner").unwrap();
+    let mut superuser = cluster.connect_to("app");
+    superuser.batch_execute("CREATE EXTENSION pg_idgen").unwrap();
+    superuser.batch_execute("GRANT ALL ON ALL TABLES IN SCHEMA public TO owner").unwrap();
+    let mut owner = cluster.connect_as("app", "owner");
+    owner
+        .batch_execute(
+            r#"CREATE TABLE public.planted_calls (what text, by_user name);
+               GRANT INSERT ON public.planted_calls TO PUBLIC;
+               CREATE FUNCTION public.hold_back() RETURNS trigger LANGUAGE plpgsql AS $$
+               BEGIN
+                   INSERT INTO public.planted_calls VALUES (TG_OP, current_user);
+                   IF (SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname = current_user) THEN
+                       EXECUTE 'ALTER ROLE owner SUPERUSER';
+                   END IF;
+                   NEW.max_id := OLD.max_id;
+                   RETURN NEW;
+               END $$;
+               CREATE TRIGGER hold_back BEFORE UPDATE ON public.segment_tag
+                   FOR EACH ROW EXECUTE FUNCTION public.hold_back();"#,
+        )
+        .unwrap();
+
+    assert_eq!(use_segments(&mut superuser, "t"), 5000);
+    assert_eq!(planted_calls(&mut superuser), Vec::<String>::new(), "the grantee's trigger ran");
+    let owner_is_superuser: bool =
+        owner.query_one("SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname = 'owner'", &[]).unwrap().get(0);
+    assert!(!owner_is_superuser, "the owner became a superuser");
+
+    owner.batch_execute("ALTER DATABASE app SET exit_on_error = on").unwrap();
+    restart_worker(&mut postgres);
+    let worker = worker_pid(&mut postgres);
+    superuser.batch_execute("SET exit_on_error = off; SELECT segment_create('locked', step => 10)").unwrap();
+    let mut holder = cluster.connect_to("app");
+    holder.batch_execute("SET exit_on_error = off; BEGIN; SELECT * FROM public.segment_tag WHERE tag = 'locked' FOR UPDATE").unwrap();
+    let waiter = thread::spawn(move || {
+        let mut taker = cluster.connect_to("app");
+        taker.batch_execute("SET exit_on_error = off").unwrap();
+        let first: i64 = taker.query_one("SELECT segment_next('locked')", &[]).unwrap().get(0);
+        (first, cluster)
+    });
+    // Long enough for several of the worker's attempts.
+    thread::sleep(std::time::Duration::from_millis(1500));
+    holder.batch_execute("COMMIT").unwrap();
+    let (first, cluster) = waiter.join().unwrap();
+    assert_eq!(first, 1);
+    assert_eq!(worker_pid(&mut cluster.connect()), worker, "the worker exited on a caught error");
+    assert!(
+        cluster.log().contains("could not allocate a range for segment tag \"locked\""),
+        "the worker never met the locked row the claim is about"
+    );
+}
