@@ -48,12 +48,28 @@ macro_rules! c_functions {
 }
 pub(crate) use c_functions;
 
-/// Builds the function's result row from `values` (None = NULL), in column order.
+/// One column of a result row: its name, its type, its value (None = NULL).
+pub struct Column {
+    pub name: &'static str,
+    pub type_oid: pg_sys::Oid,
+    pub value: Option<pg_sys::Datum>,
+}
+
+/// A column of type `T`'s SQL type.
+pub fn column<T: IntoDatum>(name: &'static str, value: T) -> Column {
+    Column { name, type_oid: T::type_oid(), value: value.into_datum() }
+}
+
+/// Builds the function's result row from `columns`, matched to the declared OUT columns by name:
+/// a declaration with fewer columns (that of an older version of the extension) gets those it
+/// names, so old SQL keeps working with a newer library. A declared column the library does not
+/// make, or makes with another type, is an error that says to update the extension.
 ///
 /// # Safety
-/// `fcinfo` is the call's own, and the function is declared in SQL with as many OUT columns as
-/// `values` has, of the types the datums are.
-pub unsafe fn return_row(fcinfo: pg_sys::FunctionCallInfo, values: &[Option<pg_sys::Datum>]) -> pg_sys::Datum {
+/// `fcinfo` is the call's own, and each column's datum is of its `type_oid`.
+pub unsafe fn return_row(fcinfo: pg_sys::FunctionCallInfo, columns: &[Column]) -> pg_sys::Datum {
+    // SAFETY: get_call_result_type reads the call's own declaration; the tuple is formed from
+    // datums of the declared types (checked below) and lives in the call's memory context.
     unsafe {
         let mut tupdesc: pg_sys::TupleDesc = std::ptr::null_mut();
         if pg_sys::get_call_result_type(fcinfo, std::ptr::null_mut(), &mut tupdesc) != pg_sys::TypeFuncClass::TYPEFUNC_COMPOSITE {
@@ -65,21 +81,23 @@ pub unsafe fn return_row(fcinfo: pg_sys::FunctionCallInfo, values: &[Option<pg_s
             );
         }
         let tupdesc = pg_sys::BlessTupleDesc(tupdesc);
-        if (*tupdesc).natts as usize != values.len() {
-            // Why: the SQL objects of an older version of the extension, with a newer library.
-            crate::errors::raise(
-                PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
-                format!(
-                    "this function is declared with {} columns, but the pg_idgen library returns {}",
-                    (*tupdesc).natts,
-                    values.len()
-                ),
-                None,
-                Some("The extension's SQL objects are older than its library: run ALTER EXTENSION pg_idgen UPDATE."),
-            );
+        let natts = (*tupdesc).natts as usize;
+        let mut datums = Vec::with_capacity(natts);
+        let mut nulls = Vec::with_capacity(natts);
+        for attribute in (*tupdesc).attrs.as_slice(natts) {
+            let name = std::ffi::CStr::from_ptr(attribute.attname.data.as_ptr()).to_string_lossy();
+            let Some(column) = columns.iter().find(|c| c.name == name && c.type_oid == attribute.atttypid) else {
+                // Why: the SQL objects of another version of the extension than its library.
+                crate::errors::raise(
+                    PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+                    format!("this function is declared with a column \"{name}\" that the pg_idgen library does not return"),
+                    None,
+                    Some("The extension's SQL objects and its library are of different versions: run ALTER EXTENSION pg_idgen UPDATE."),
+                );
+            };
+            datums.push(column.value.unwrap_or(pg_sys::Datum::from(0)));
+            nulls.push(column.value.is_none());
         }
-        let mut datums: Vec<pg_sys::Datum> = values.iter().map(|v| v.unwrap_or(pg_sys::Datum::from(0))).collect();
-        let mut nulls: Vec<bool> = values.iter().map(Option::is_none).collect();
         let tuple = pg_sys::heap_form_tuple(tupdesc, datums.as_mut_ptr(), nulls.as_mut_ptr());
         pg_sys::HeapTupleHeaderGetDatum((*tuple).t_data)
     }

@@ -7,7 +7,6 @@
 //! code 1, so the postmaster starts it again a second later.
 
 use std::sync::atomic::Ordering::{self, Relaxed};
-use std::sync::atomic::{AtomicI64, AtomicU64};
 use std::time::Duration;
 
 use pgrx::bgworkers::{BackgroundWorker, BackgroundWorkerBuilder, BgWorkerStartTime, SignalWakeFlags};
@@ -32,18 +31,6 @@ struct PendingStep {
     /// Monotonic time at which the worker first saw the wall clock this far ahead.
     since_monotonic_us: i64,
     ahead_us: i64,
-}
-
-/// The wall-clock steps the worker has seen since the server started.
-#[repr(C)]
-pub struct ClockSteps {
-    pub backward_count: AtomicU64,
-    pub backward_max_us: AtomicU64,
-    pub forward_count: AtomicU64,
-    pub forward_max_us: AtomicU64,
-    /// `wall − monotonic` at the worker's last look (0 before the first): a worker started again
-    /// also sees the steps made while it was away.
-    last_offset_us: AtomicI64,
 }
 
 /// Registers the worker. Called from `_PG_init` while preloading.

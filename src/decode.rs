@@ -15,11 +15,19 @@ use pgrx::prelude::*;
 use crate::clock;
 use crate::errors;
 use crate::layout::{Layout, Parts};
-use crate::c_function::{self, c_functions};
-use crate::monotonic::TickClock;
+use crate::c_function::{self, c_functions, column};
+use crate::clock::tick::TickClock;
+use crate::families::{OBJECTID_SHAPE, UUID_V7_SHAPE};
 use crate::objectid::{self, ObjectId};
 use crate::uuid7;
 use crate::settings;
+
+// The hand-written declarations (row results, objectid arguments) and every decoder's comment.
+pgrx::extension_sql_file!(
+    "decode.sql",
+    name = "decode",
+    requires = ["objectid", snowflake_timestamp, snowflake_min_id, uuid_v7_min, uuid_v7_timestamp]
+);
 
 c_functions! {
     /// `id_decode(bigint) → (ts timestamptz, node_id int, sequence int)`.
@@ -30,7 +38,7 @@ c_functions! {
         let ts = clock::unix_micros_to_timestamptz(layout.clock().tick_start_us(parts.tick));
         c_function::return_row(
             fcinfo,
-            &[ts.into_datum(), (parts.node_id as i32).into_datum(), (parts.sequence as i32).into_datum()],
+            &[column("ts", ts), column("node_id", parts.node_id as i32), column("sequence", parts.sequence as i32)],
         )
     }
 }
@@ -94,9 +102,23 @@ pub fn tick_of(clock: &TickClock, ids: &str, ts: TimestampWithTimeZone) -> u64 {
 }
 
 #[pg_extern(immutable, parallel_safe)]
+/// The millisecond a UUIDv7 was made; an error for any other UUID.
+fn uuid_v7_timestamp(id: pgrx::Uuid) -> TimestampWithTimeZone {
+    match uuid_parts(id.as_bytes()) {
+        (Some(unix_us), 7, _) => clock::unix_micros_to_timestamptz(unix_us),
+        _ => errors::raise(
+            PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+            format!("{id} is not a version 7 UUID"),
+            Some("Only UUIDv7s carry the millisecond they were made in; id_decode(uuid) also reads versions 1 and 6.".into()),
+            None,
+        ),
+    }
+}
+
+#[pg_extern(immutable, parallel_safe)]
 /// The smallest UUIDv7 of the millisecond of `ts`, for `WHERE id >= uuid_v7_min(…)` range scans.
 fn uuid_v7_min(ts: TimestampWithTimeZone) -> pgrx::Uuid {
-    pgrx::Uuid::from_bytes(uuid7::from_parts(tick_of(&uuid7::MILLISECONDS, "UUIDv7s", ts), 0, 0))
+    pgrx::Uuid::from_bytes(uuid7::from_parts(tick_of(&UUID_V7_SHAPE.clock, "UUIDv7s", ts), 0, 0))
 }
 
 /// The time, version and sequence of a UUID: RFC 9562 versions 1, 6 and 7 carry a time; others
@@ -132,7 +154,7 @@ c_functions! {
     /// `objectid_min(timestamptz)`: the smallest ObjectId of that second.
     fn pg_idgen_objectid_min / pg_finfo_pg_idgen_objectid_min (fcinfo) {
         let ts: TimestampWithTimeZone = c_function::arg(fcinfo, 0);
-        let seconds = tick_of(&objectid::SECONDS, "ObjectIds", ts);
+        let seconds = tick_of(&OBJECTID_SHAPE.clock, "ObjectIds", ts);
         objectid::datum(ObjectId::from_parts(seconds as u32, [0; 5], 0))
     }
 
@@ -140,7 +162,7 @@ c_functions! {
     fn pg_idgen_decode_objectid / pg_finfo_pg_idgen_decode_objectid (fcinfo) {
         let id = objectid::arg(fcinfo, 0);
         let ts = clock::unix_micros_to_timestamptz(id.seconds() as i64 * 1_000_000);
-        c_function::return_row(fcinfo, &[ts.into_datum(), id.random().into_datum(), (id.counter() as i32).into_datum()])
+        c_function::return_row(fcinfo, &[column("ts", ts), column("random", id.random()), column("counter", id.counter() as i32)])
     }
 
     /// `id_decode(uuid) → (ts timestamptz, version int, sequence int)`.
@@ -150,7 +172,7 @@ c_functions! {
         let (unix_us, version, sequence) = uuid_parts(&bytes);
         c_function::return_row(
             fcinfo,
-            &[unix_us.map(clock::unix_micros_to_timestamptz).into_datum(), version.into_datum(), sequence.into_datum()],
+            &[column("ts", unix_us.map(clock::unix_micros_to_timestamptz)), column("version", version), column("sequence", sequence)],
         )
     }
 }

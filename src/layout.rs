@@ -5,7 +5,7 @@
 
 use std::fmt;
 
-use crate::monotonic::TickClock;
+use crate::clock::tick::TickClock;
 
 /// Named layouts. The bits and unit of each can be overridden one by one in the settings.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

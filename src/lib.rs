@@ -6,15 +6,14 @@ mod c_function;
 mod clock;
 mod clock_worker;
 mod decode;
+mod engine;
 mod errors;
+mod families;
 mod layout;
 mod mark;
-mod monotonic;
 mod objectid;
 mod random;
 mod segment;
-mod segment_table;
-mod segment_worker;
 mod settings;
 mod shmem;
 mod snowflake;
@@ -23,10 +22,8 @@ mod uuid7;
 
 ::pgrx::pg_module_magic!();
 
-// Hand-written SQL, run before pgrx's own: the objectid type, record-returning functions.
-pgrx::extension_sql_file!("../sql/bootstrap.sql", name = "bootstrap", bootstrap);
-// Comments on every function, once they all exist.
-pgrx::extension_sql_file!("../sql/comments.sql", name = "comments", finalize);
+// Hand-written SQL lives beside the module it belongs to (`extension_sql_file!` and
+// `extension_sql!` there, each object's COMMENT next to its declaration); upgrade scripts in sql/.
 
 #[pg_guard]
 pub extern "C-unwind" fn _PG_init() {
@@ -34,18 +31,29 @@ pub extern "C-unwind" fn _PG_init() {
     settings::declare(preloading);
     // In every process that loads the library: segment_create and segment_drop run SQL on the
     // tag table also when it is not preloaded.
-    segment_table::install_analysis_guard();
+    segment::table::install_analysis_guard();
     if preloading {
-        shmem::install_hooks();
+        shmem::install_hooks(shmem::Hooks {
+            area_size: segment::slots_size,
+            on_create: on_shared_memory_created,
+            on_clean_exit: mark::save_exact_marks,
+        });
         mark::register_wal_resource_manager();
-        segment_table::install_drop_hook();
+        segment::table::install_drop_hook();
         // Why no workers under pg_upgrade: no ids are made then, and a worker connected to a
         // database would keep pg_upgrade from creating it anew.
         if !unsafe { pgrx::pg_sys::IsBinaryUpgrade } {
             clock_worker::register();
-            segment_worker::register();
+            segment::worker::register();
         }
     }
+}
+
+/// What a new shared memory gets before any process can use it: empty segment slots, and every
+/// generator's floor past the persisted high-water marks.
+fn on_shared_memory_created(state: &shmem::SharedState, area: *mut u8) {
+    segment::init_slots(area);
+    mark::restore_at_start(state);
 }
 
 /// Used by `cargo pgrx test`: the test cluster preloads the library and has a node id.

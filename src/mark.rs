@@ -23,7 +23,6 @@ use std::ffi::CStr;
 use std::io::Write;
 use std::path::Path;
 use std::sync::atomic::Ordering::{Acquire, Relaxed, SeqCst};
-use std::sync::atomic::{AtomicBool, AtomicI64};
 
 use pgrx::pg_sys;
 use pgrx::pg_sys::panic::ErrorReport;
@@ -31,7 +30,8 @@ use pgrx::prelude::*;
 
 use crate::clock::{self, ClockPair};
 use crate::layout::{Layout, Preset};
-use crate::monotonic::Generator;
+use crate::engine::Generator;
+use crate::families::{self, Stamp, COUNT as FAMILIES, FAMILIES as REGISTRY};
 use crate::settings::Config;
 use crate::shmem::SharedState;
 
@@ -54,50 +54,13 @@ const RMGR_NAME: &CStr = c"pg_idgen";
 const XLOG_MARK_V0: u8 = 0x10;
 const XLOG_MARK: u8 = 0x20;
 
-/// The time-based families, in the order of the marks: snowflake, ObjectId, UUIDv7.
-pub const FAMILIES: usize = 3;
-const SNOWFLAKE: usize = 0;
-
-#[repr(C)]
-pub struct MarkState {
-    /// The durable marks (Unix µs): no generator hands out a value of its mark's time or later.
-    pub durable_us: [AtomicI64; FAMILIES],
-    /// When the clock worker last moved the marks (Unix µs), 0 before it has.
-    pub advanced_at_us: AtomicI64,
-    /// The marks both files hold (a standby's replay skips writing older ones).
-    pub persisted_us: [AtomicI64; FAMILIES],
-    /// Whether this server may have handed out a snowflake id (carried in every record).
-    pub snowflake_made: AtomicBool,
-}
-
-impl MarkState {
-    /// The latest of the durable marks: no id of any family has reached it.
-    pub fn latest_durable_us(&self) -> i64 {
-        self.durable_us.iter().map(|m| m.load(Relaxed)).max().unwrap_or(0)
-    }
-
-    /// The earliest of the durable marks: the generator clock has not reached it (each mark is
-    /// kept ahead of the clock; one family's may be far ahead after an advance).
-    pub fn earliest_durable_us(&self) -> i64 {
-        self.durable_us.iter().map(|m| m.load(Relaxed)).min().unwrap_or(0)
-    }
-
-    fn persisted(&self) -> [i64; FAMILIES] {
-        std::array::from_fn(|i| self.persisted_us[i].load(Relaxed))
-    }
-
-    /// Records marks that both files now hold (each only ever rises).
-    fn note_persisted(&self, marks_us: [i64; FAMILIES]) {
-        for (persisted, mark_us) in self.persisted_us.iter().zip(marks_us) {
-            persisted.fetch_max(mark_us, Relaxed);
-        }
-    }
-}
+/// The snowflake family's mark: the one the record's layout and node id are about.
+const SNOWFLAKE: usize = families::SNOWFLAKE.index;
 
 /// What a mark file or WAL record says.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MarkRecord {
-    /// One mark per family, in the order of `generators`.
+    /// One mark per family, in registry order (`families::FAMILIES`).
     pub marks_us: [i64; FAMILIES],
     /// The snowflake layout in use; None in a file of version 0.2, which did not say.
     pub layout: Option<Layout>,
@@ -131,8 +94,8 @@ impl MarkRecord {
 
     fn to_text(self) -> String {
         let mut text = format!("{FORMAT_LINE}\n");
-        for (key, mark_us) in FAMILY_KEYS.iter().zip(self.marks_us) {
-            text += &format!("mark_us {key} {mark_us}\n");
+        for (family, mark_us) in REGISTRY.iter().zip(self.marks_us) {
+            text += &format!("mark_us {} {mark_us}\n", family.key);
         }
         if let Some(l) = self.layout {
             text += &format!(
@@ -174,9 +137,6 @@ impl FileContent {
     }
 }
 
-/// The families' names in the file format.
-const FAMILY_KEYS: [&str; FAMILIES] = ["snowflake", "objectid", "uuid7"];
-
 /// Parses the file format (also the payload of a WAL record). A bare number is version 0.2's
 /// format: the mark alone.
 fn parse(text: &str) -> FileContent {
@@ -194,8 +154,8 @@ fn parse(text: &str) -> FileContent {
         let (Some(key), values) = (words.next(), words.collect::<Vec<_>>()) else { continue };
         match (key, values.as_slice()) {
             (MADE_BY_PG_UPGRADE, []) => return FileContent::MadeByPgUpgrade,
-            ("mark_us", [family, v]) => match FAMILY_KEYS.iter().position(|key| key == family) {
-                Some(i) => marks_us[i] = v.parse::<i64>().ok(),
+            ("mark_us", [key, v]) => match families::by_key(key) {
+                Some(family) => marks_us[family.index] = v.parse::<i64>().ok(),
                 None => return damaged(),
             },
             ("snowflake_layout", [preset, time, node, sequence, unit, epoch]) => {
@@ -220,16 +180,12 @@ fn parse(text: &str) -> FileContent {
         }
     }
     match (marks_us, node_id, snowflake_made) {
-        ([Some(a), Some(b), Some(c)], Some(node_id), Some(snowflake_made)) => {
-            FileContent::Record(MarkRecord { marks_us: [a, b, c], layout, node_id, snowflake_made })
+        (marks_us, Some(node_id), Some(snowflake_made)) if marks_us.iter().all(Option::is_some) => {
+            let marks_us = marks_us.map(|mark_us| mark_us.unwrap_or_default());
+            FileContent::Record(MarkRecord { marks_us, layout, node_id, snowflake_made })
         }
         _ => damaged(),
     }
-}
-
-/// The time-based generators, each with its own clock and counter, in the order of the marks.
-fn generators(config: &Config) -> [Generator; FAMILIES] {
-    [crate::snowflake::generator(&config.layout), crate::objectid::GENERATOR, crate::uuid7::GENERATOR]
 }
 
 /// The record for new marks: this server's layout and node id.
@@ -253,7 +209,7 @@ pub fn restore_at_start(state: &SharedState) {
     let config = crate::settings::config();
     let Some(record) = read_at_start() else {
         // A data directory that never made ids: the floors only say that nothing was handed out.
-        for generator in generators(config) {
+        for generator in Generator::all(config) {
             generator.raise_floor(state, 1);
         }
         return;
@@ -436,13 +392,13 @@ fn restore(state: &SharedState, config: &Config, record: &MarkRecord) {
     publish(state, config, record.marks_us);
     state.mark.note_persisted(record.marks_us);
     state.mark.snowflake_made.fetch_or(record.snowflake_made, Relaxed);
-    for (i, generator) in generators(config).iter().enumerate() {
-        let mut floor = generator.state_at(record.marks_us[i]);
+    for (i, generator) in Generator::all(config).iter().enumerate() {
+        let mut floor = generator.shape.first_stamp_from(record.marks_us[i]);
         if let (SNOWFLAKE, Some(old), true) = (i, record.layout, record.snowflake_made) {
             // Snowflake ids of another layout: continue above every id it can have made.
             let new = &config.layout;
             let tick = new.first_tick_at_or_above(old.bound_before(record.marks_us[i])).unwrap_or(new.max_tick() + 1);
-            floor = floor.max(tick << generator.counter_bits);
+            floor = floor.max(generator.shape.stamp(tick, 0));
         }
         generator.raise_floor(state, floor);
     }
@@ -450,8 +406,8 @@ fn restore(state: &SharedState, config: &Config, record: &MarkRecord) {
 
 /// Lets each generator hand out values of times before its mark, which is durable.
 fn publish(state: &SharedState, config: &Config, marks_us: [i64; FAMILIES]) {
-    for (i, generator) in generators(config).iter().enumerate() {
-        (generator.cell)(state).limit.fetch_max(generator.state_at(marks_us[i]), Relaxed);
+    for (i, generator) in Generator::all(config).iter().enumerate() {
+        generator.cell(state).limit.fetch_max(generator.shape.first_stamp_from(marks_us[i]), Relaxed);
         state.mark.durable_us[i].fetch_max(marks_us[i], Relaxed);
     }
 }
@@ -464,12 +420,12 @@ fn publish(state: &SharedState, config: &Config, marks_us: [i64; FAMILIES]) {
 /// floor): the end of that value's tick.
 fn in_use_until_us(state: &SharedState, config: &Config) -> [i64; FAMILIES] {
     // Acquire: a floor raised by an advance comes with the "snowflake made" flag set before it.
-    generators(config).map(|generator| generator.end_of_state_us((generator.cell)(state).last.load(Acquire)))
+    Generator::all(config).map(|generator| generator.shape.end_us(generator.cell(state).last.load(Acquire)))
 }
 
 /// The time of the newest value any generator handed out: the start of its tick.
 pub fn newest_id_us(state: &SharedState, config: &Config) -> i64 {
-    generators(config).iter().map(|g| g.start_of_state_us((g.cell)(state).last.load(Relaxed))).max().unwrap_or(0)
+    Generator::all(config).iter().map(|g| g.shape.start_us(g.cell(state).last.load(Relaxed))).max().unwrap_or(0)
 }
 
 /// Called by the clock worker on every look: when less than half the reserve is left between a
@@ -646,7 +602,7 @@ unsafe extern "C-unwind" fn describe(buf: pg_sys::StringInfo, record: *mut pg_sy
     let text = match unsafe { decode_record(record) } {
         Some(record) => format!(
             "high-water marks {}{}",
-            FAMILY_KEYS.iter().zip(record.marks_us).map(|(key, us)| format!("{key} {}", clock::format_unix_micros(us))).collect::<Vec<_>>().join(", "),
+            REGISTRY.iter().zip(record.marks_us).map(|(family, us)| format!("{} {}", family.key, clock::format_unix_micros(us))).collect::<Vec<_>>().join(", "),
             record.layout.map(|l| format!("; layout {}", l.describe())).unwrap_or_default()
         ),
         None => "unknown".to_string(),
@@ -670,19 +626,19 @@ unsafe extern "C-unwind" fn identify(info: u8) -> *const std::ffi::c_char {
 /// How long `…_advance_past` waits for the clock worker to make the new floor durable.
 const ADVANCE_WAIT_MS: i64 = 10_000;
 
-/// Makes every later value of `generator` greater than `state`, durably: raises its floor, then
+/// Makes every later value of `generator` greater than `stamp`, durably: raises its floor, then
 /// waits until the clock worker has made a mark past that value durable, so a crash right after
 /// cannot forget it.
-pub fn advance_past(generator: &Generator, state_value: u64, function: &str) {
+pub fn advance_past(generator: &Generator, stamp: Stamp, function: &str) {
     let shared = crate::shmem::shared();
     crate::errors::refuse_during_recovery(function);
-    let family = FAMILY_KEYS.iter().position(|key| *key == generator.key).expect("a time-based family");
+    let family = generator.family.index;
     // Why refuse the last tick: a floor past it would leave the generator nothing to hand out, ever.
-    if (state_value >> generator.counter_bits) >= generator.clock.max_tick {
+    if generator.shape.tick_of(stamp) >= generator.shape.clock.max_tick {
         crate::errors::raise(
             PgSqlErrorCode::ERRCODE_DATETIME_FIELD_OVERFLOW,
             format!("{function}: the given id is in the last tick its format holds, so no id could be greater"),
-            Some(format!("The format's time ends at {}.", clock::format_unix_micros(generator.clock.end_us()))),
+            Some(format!("The format's time ends at {}.", clock::format_unix_micros(generator.shape.clock.end_us()))),
             Some("Check the id: one this close to the end of the format was not made by a server with a sane clock."),
         );
     }
@@ -691,8 +647,8 @@ pub fn advance_past(generator: &Generator, state_value: u64, function: &str) {
         // (SeqCst: before the floor that makes the worker write one is seen).
         shared.mark.snowflake_made.store(true, SeqCst);
     }
-    generator.raise_floor(shared, state_value.saturating_add(1));
-    let needed_us = generator.end_of_state_us(state_value);
+    generator.raise_floor(shared, stamp.saturating_add(1));
+    let needed_us = generator.shape.end_us(stamp);
     let deadline = clock::monotonic_millis() + ADVANCE_WAIT_MS;
     while shared.mark.durable_us[family].load(Relaxed) < needed_us {
         if clock::monotonic_millis() > deadline {

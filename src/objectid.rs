@@ -2,8 +2,8 @@
 //!
 //! Layout (current BSON spec), big-endian:
 //! `| 4 bytes: Unix seconds | 5 bytes: random, once per server start | 3 bytes: counter |`.
-//! The seconds and the counter share one `AtomicU64` in shared memory (`seconds << 24 | counter`)
-//! advanced by the `monotonic` engine: each second's counter starts at a random value below 256;
+//! The seconds and the counter share one stamp in shared memory (`seconds << 24 | counter`)
+//! advanced by the `engine`: each second's counter starts at a random value below 256;
 //! only past 16.7 million ObjectIds in one second does it carry into the next second (time
 //! borrowed, bounded like snowflake), so no two ObjectIds of a server are ever equal and each is
 //! greater than every one made before it.
@@ -16,17 +16,15 @@ use std::ffi::{CStr, CString};
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 
-use crate::errors;
-use crate::monotonic::{Generator, TickClock};
 use crate::c_function::{self, c_functions};
+use crate::engine::Generator;
+use crate::errors;
+use crate::families::{OBJECTID, OBJECTID_SHAPE};
+
+// The type, its operators and casts, and the generator's declarations: all plain C functions.
+pgrx::extension_sql_file!("objectid.sql", name = "objectid");
 
 pub const OBJECTID_LEN: usize = 12;
-const COUNTER_BITS: u32 = 24;
-/// Each second's counter starts at a random value below this. Why not run on across seconds, as
-/// drivers do: a counter that wraps inside a second must carry into the next one to keep the ids
-/// increasing, which would borrow a second at every wrap; starting each second low leaves
-/// 16,776,960 values to every second.
-const MAX_START_COUNTER: u64 = 256;
 
 /// A 12-byte ObjectId. Its byte order is its sort order, as in MongoDB.
 #[repr(C)]
@@ -74,9 +72,6 @@ impl ObjectId {
         u32::from_be_bytes([0, self.0[9], self.0[10], self.0[11]])
     }
 }
-
-/// ObjectId seconds: Unix seconds, up to the 4 bytes' limit (2106-02-07).
-pub const SECONDS: TickClock = TickClock { epoch_us: 0, unit_us: 1_000_000, max_tick: u32::MAX as u64 };
 
 /// Argument `n`, an `objectid` (passed by reference: a pointer to its 12 bytes).
 ///
@@ -204,8 +199,9 @@ c_functions! {
     fn pg_idgen_objectid_advance_past / pg_finfo_pg_idgen_objectid_advance_past (fcinfo) {
         crate::shmem::shared();
         // The next second: within one second, the random bytes (ours or the id's) decide the order.
-        let state = (arg(fcinfo, 0).seconds() as u64) << COUNTER_BITS | 0xFF_FFFF;
-        crate::mark::advance_past(&GENERATOR, state, "objectid_advance_past()");
+        let last_of_second = OBJECTID_SHAPE.stamp(arg(fcinfo, 0).seconds() as u64, 0xFF_FFFF);
+        let generator = Generator::of(&OBJECTID, crate::settings::config());
+        crate::mark::advance_past(&generator, last_of_second, "objectid_advance_past()");
         pg_sys::Datum::from(0)
     }
 
@@ -216,18 +212,9 @@ c_functions! {
     }
 }
 
-pub const GENERATOR: Generator = Generator {
-    name: "objectid",
-    key: "objectid",
-    clock: SECONDS,
-    counter_bits: COUNTER_BITS,
-    tick_start_below: MAX_START_COUNTER,
-    cell: |state| &state.objectid,
-};
-
 fn generate() -> ObjectId {
-    let (slot, state) = GENERATOR.take("objectid_gen()");
-    ObjectId::from_parts((slot >> COUNTER_BITS) as u32, state.objectid_random, (slot & 0xFF_FFFF) as u32)
+    let (stamp, _, state) = Generator::take(&OBJECTID, "objectid_gen()");
+    ObjectId::from_parts(OBJECTID_SHAPE.tick_of(stamp) as u32, state.objectid_random, OBJECTID_SHAPE.counter_of(stamp) as u32)
 }
 
 #[cfg(any(test, feature = "pg_test"))]

@@ -1,17 +1,19 @@
 //! The extension's shared memory: one struct, requested at postmaster start and attached by
-//! every backend (the pattern of contrib/pg_stat_statements).
+//! every backend (the pattern of contrib/pg_stat_statements), followed by an area whose size and
+//! content the layers above define (the segment slots). What happens when the memory is created
+//! or torn down is theirs too: `install_hooks` takes it as functions, so this module depends on
+//! nothing that uses it.
 //!
 //! Only atomics live here; each generator owns its fields and touches them lock-free.
 
-use std::sync::atomic::{AtomicI32, AtomicPtr, AtomicU64};
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicI64, AtomicPtr, AtomicU64};
 
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 
-use crate::clock::GeneratorClock;
-use crate::clock_worker::ClockSteps;
-use crate::mark::MarkState;
-use crate::segment::Slot;
+use crate::clock::{ClockSteps, GeneratorClock};
+use crate::families::{self, COUNT as FAMILIES};
 
 /// Keeps a hot atomic on a cache line of its own, so that generators do not slow each other
 /// down by writing neighbouring fields.
@@ -26,31 +28,76 @@ impl<T> std::ops::Deref for CacheLine<T> {
     }
 }
 
-/// The shared state of one time-based generator. Both fields share a cache line: every call
-/// writes `last` and reads `limit`, and the clock worker writes `limit` only when it moves the mark.
+/// The shared state of one time-based generator: three stamps (`families::Stamp`). They share a
+/// cache line: every call writes `last` and reads `limit`, and the clock worker writes `limit` only
+/// when it moves the mark.
 #[repr(C)]
 #[derive(Default)]
 pub struct GeneratorCell {
-    /// `tick << counter_bits | counter` of the last value handed out. Moves only forward, by
-    /// compare-and-swap.
+    /// The stamp of the last value handed out. Moves only forward, by compare-and-swap.
     pub last: AtomicU64,
-    /// The first value this generator may not hand out: the first tick at or past the durable
-    /// high-water mark, shifted like `last` (see `mark`).
+    /// The first stamp this generator may not hand out: the first tick at or past the durable
+    /// high-water mark (see `mark`).
     pub limit: AtomicU64,
     /// The smallest value it may hand out since the server started or an advance past an id
-    /// (see `monotonic`); read only when a call would borrow past the clock.
+    /// (see `engine`); read only when a call would borrow past the clock.
     pub floor: AtomicU64,
+}
+
+/// The high-water marks as every process sees them (see `mark`).
+#[repr(C)]
+pub struct MarkState {
+    /// The durable marks (Unix µs): no generator hands out a value of its mark's time or later.
+    pub durable_us: [AtomicI64; FAMILIES],
+    /// When the clock worker last moved the marks (Unix µs), 0 before it has.
+    pub advanced_at_us: AtomicI64,
+    /// The marks both files hold (a standby's replay skips writing older ones).
+    pub persisted_us: [AtomicI64; FAMILIES],
+    /// Whether this server may have handed out a snowflake id (carried in every record).
+    pub snowflake_made: AtomicBool,
+}
+
+impl MarkState {
+    /// The latest of the durable marks: no id of any family has reached it.
+    pub fn latest_durable_us(&self) -> i64 {
+        self.durable_us.iter().map(|m| m.load(Relaxed)).max().unwrap_or(0)
+    }
+
+    /// The earliest of the durable marks: the generator clock has not reached it (each mark is
+    /// kept ahead of the clock; one family's may be far ahead after an advance).
+    pub fn earliest_durable_us(&self) -> i64 {
+        self.durable_us.iter().map(|m| m.load(Relaxed)).min().unwrap_or(0)
+    }
+
+    pub fn persisted(&self) -> [i64; FAMILIES] {
+        std::array::from_fn(|i| self.persisted_us[i].load(Relaxed))
+    }
+
+    /// Records marks that both files now hold (each only ever rises).
+    pub fn note_persisted(&self, marks_us: [i64; FAMILIES]) {
+        for (persisted, mark_us) in self.persisted_us.iter().zip(marks_us) {
+            persisted.fetch_max(mark_us, Relaxed);
+        }
+    }
+}
+
+/// What the layers above shared memory add to it: the size of their area, what to do once the
+/// memory is new (the area zeroed), and what to do when the postmaster exits cleanly.
+#[derive(Clone, Copy)]
+pub struct Hooks {
+    pub area_size: fn() -> usize,
+    /// Called in the postmaster, before any process can use the state.
+    pub on_create: fn(&SharedState, area: *mut u8),
+    /// Called in the postmaster when it exits cleanly, every other process gone.
+    pub on_clean_exit: fn(),
 }
 
 #[repr(C)]
 pub struct SharedState {
-    /// Snowflake: the node bits are left out of `last`, they are constant.
-    pub snowflake: CacheLine<GeneratorCell>,
-    /// ObjectId: `seconds << 24 | counter`, and the 5 random bytes of this server start.
-    pub objectid: CacheLine<GeneratorCell>,
+    /// One cell per time-based family, at the family's index (`families::FAMILIES`).
+    pub cells: [CacheLine<GeneratorCell>; families::COUNT],
+    /// The 5 random bytes of every ObjectId of this server start.
     pub objectid_random: [u8; 5],
-    /// UUIDv7: `ms << 12 | counter`.
-    pub uuid: CacheLine<GeneratorCell>,
     /// The generators' clock (policy keep_generating). Read by every call, raised rarely.
     pub generator_clock: CacheLine<GeneratorClock>,
     /// The persisted high-water mark and the clock worker's record of wall-clock steps.
@@ -70,24 +117,26 @@ pub struct SharedState {
 }
 
 impl SharedState {
-    /// Builds a fresh state in place. The ObjectId random part is chosen here, once per server
-    /// start (and again after a crash), as the BSON spec asks. Then the persisted high-water mark
-    /// is restored as every generator's floor: no generator hands out anything before the clock
-    /// worker has made a new mark durable.
+    /// Builds a fresh state in place, and zeroes the area after it. The ObjectId random part is
+    /// chosen here, once per server start (and again after a crash), as the BSON spec asks. Then
+    /// `on_create` runs (it restores the persisted high-water marks as every generator's floor: no
+    /// generator hands out anything before the clock worker has made a new mark durable).
     ///
     /// # Safety
-    /// `state` points to enough shared memory for the state, which nobody uses yet.
-    unsafe fn init(state: *mut SharedState) {
+    /// `state` points to enough shared memory for the state and the area, which nobody uses yet.
+    unsafe fn init(state: *mut SharedState, area: *mut u8, hooks: &Hooks) {
+        // SAFETY: the memory is ours alone (the postmaster, under AddinShmemInitLock), and large
+        // enough; all-zero is a valid start for every atomic; the condition variable is initialised.
         unsafe {
-            // All-zero is a valid start for every atomic; the condition variable is initialised.
             state.write_bytes(0, 1);
+            area.write_bytes(0, (hooks.area_size)());
             (*state).objectid_random = crate::random::os_bytes::<5>();
             pg_sys::ConditionVariableInit(&raw mut (*state).segment_loaded);
             let state = &*state;
             let now = crate::clock::ClockPair::read();
             let saved_offset_us = CLOCK_OFFSET_AT_RESET;
             CLOCK_OFFSET_AT_RESET = None;
-            crate::mark::restore_at_start(state);
+            (hooks.on_create)(state, area);
             // Why not the wall clock after a crash: it may be in a forward jump the clock worker
             // had not accepted yet (pg_idgen.clock_forward_delay); the new worker decides again.
             // Only an offset the persisted marks cover, though: the memory a crash tore down may
@@ -106,9 +155,9 @@ impl SharedState {
     }
 }
 
-/// Bytes of shared memory: the state, then one segment slot per `pg_idgen.max_tags`.
+/// Bytes of shared memory: the state, then the area of the layers above.
 fn shared_size() -> usize {
-    std::mem::size_of::<SharedState>() + crate::settings::config().segments.max_tags * std::mem::size_of::<Slot>()
+    std::mem::size_of::<SharedState>() + (hooks().area_size)()
 }
 
 /// The generator clock's offset when shared memory was torn down after a crash; postmaster only.
@@ -116,16 +165,25 @@ static mut CLOCK_OFFSET_AT_RESET: Option<i64> = None;
 
 /// Set in the postmaster by the startup hook; backends inherit them through fork.
 static mut SHARED: *const SharedState = std::ptr::null();
-static mut SLOTS: *const Slot = std::ptr::null();
+static mut AREA: *mut u8 = std::ptr::null_mut();
 static mut SEGMENT_LOCK: *mut pg_sys::LWLock = std::ptr::null_mut();
+static mut HOOKS: Option<Hooks> = None;
+
+/// The hooks `install_hooks` was given.
+fn hooks() -> Hooks {
+    // SAFETY: set once in _PG_init, before any hook runs; read (copied) only after.
+    unsafe { HOOKS }.expect("shared-memory hooks installed")
+}
 const LOCK_TRANCHE: &std::ffi::CStr = c"pg_idgen";
 static mut PREV_SHMEM_REQUEST_HOOK: pg_sys::shmem_request_hook_type = None;
 static mut PREV_SHMEM_STARTUP_HOOK: pg_sys::shmem_startup_hook_type = None;
 
 /// Installs the hooks that request and create the shared state. Called from `_PG_init` only when
 /// the library is being preloaded: shared memory cannot be added later.
-pub fn install_hooks() {
+pub fn install_hooks(hooks: Hooks) {
+    // SAFETY: _PG_init runs once, in the postmaster, before any hook can be called.
     unsafe {
+        HOOKS = Some(hooks);
         PREV_SHMEM_REQUEST_HOOK = pg_sys::shmem_request_hook;
         pg_sys::shmem_request_hook = Some(request_shared_memory);
         PREV_SHMEM_STARTUP_HOOK = pg_sys::shmem_startup_hook;
@@ -156,15 +214,12 @@ unsafe extern "C-unwind" fn attach_shared_memory() {
         pg_sys::LWLockAcquire(lock, pg_sys::LWLockMode::LW_EXCLUSIVE);
         let mut found = false;
         let state = pg_sys::ShmemInitStruct(c"pg_idgen".as_ptr(), shared_size(), &mut found).cast::<SharedState>();
-        let slots = state.add(1).cast::<Slot>();
+        let area = state.add(1).cast::<u8>();
         if !found {
-            SharedState::init(state);
-            for i in 0..crate::settings::config().segments.max_tags {
-                Slot::init(slots.add(i));
-            }
+            SharedState::init(state, area, &hooks());
         }
         SHARED = state;
-        SLOTS = slots;
+        AREA = area;
         SEGMENT_LOCK = &raw mut (*pg_sys::GetNamedLWLockTranche(LOCK_TRANCHE.as_ptr())).lock;
         pg_sys::LWLockRelease(lock);
         if !pg_sys::IsUnderPostmaster {
@@ -181,7 +236,7 @@ unsafe extern "C-unwind" fn at_postmaster_shmem_exit(code: i32, _arg: pg_sys::Da
         return;
     }
     if code == 0 {
-        crate::mark::save_exact_marks();
+        (hooks().on_clean_exit)();
     } else {
         // SAFETY: the postmaster alone runs this, before shared memory is detached.
         unsafe { CLOCK_OFFSET_AT_RESET = Some(shared().generator_clock.offset_us()) };
@@ -206,10 +261,10 @@ pub fn is_attached() -> bool {
     unsafe { !SHARED.is_null() }
 }
 
-/// The segment slots, `pg_idgen.max_tags` of them.
-pub fn slots() -> &'static [Slot] {
+/// The area after the state (see `Hooks`); its size is `Hooks::area_size`.
+pub fn area() -> *mut u8 {
     shared();
-    unsafe { std::slice::from_raw_parts(SLOTS, crate::settings::config().segments.max_tags) }
+    unsafe { AREA }
 }
 
 /// The LWLock that guards registering, dropping and switching segment slots.

@@ -1,20 +1,16 @@
 //! `snowflake_next()`: time + node + sequence ids from one atomic in shared memory.
 //!
-//! The shared state is the last id's `tick << sequence_bits | sequence` (the node bits are
-//! constant and left out), advanced by the engine in `monotonic`: ids only grow, also when the
+//! The shared state is the last id's stamp, `tick << sequence_bits | sequence` (the node bits are
+//! constant and left out), advanced by the engine in `engine`: ids only grow, also when the
 //! clock steps back or a tick's sequence is used up.
 
 use pgrx::prelude::*;
 
+use crate::engine::Generator;
 use crate::errors;
+use crate::families::{Stamp, SNOWFLAKE};
 use crate::layout::{Layout, Parts};
-use crate::monotonic::Generator;
 use crate::{settings, shmem};
-
-/// A new tick's sequence starts at a random offset below this (or a quarter of the sequence
-/// space, if smaller), so `id % N` stays even when ids are made slowly. A multiple of 16 keeps
-/// `id % 2^k` exactly even.
-const MAX_START_OFFSET: u64 = 64;
 
 #[pg_extern(volatile, parallel_safe)]
 /// The next snowflake id of this server: unique, and greater than every id it handed out before.
@@ -23,9 +19,8 @@ fn snowflake_next() -> i64 {
     shmem::shared();
     let config = settings::config();
     let node_id = config.node_id.unwrap_or_else(|| errors::node_id_unset());
-    let layout = &config.layout;
-    let (slot, _) = generator(layout).take("snowflake_next()");
-    id_of_state(layout, slot, node_id)
+    let (stamp, _, _) = Generator::take(&SNOWFLAKE, "snowflake_next()");
+    id_of_stamp(&config.layout, stamp, node_id)
 }
 
 #[pg_extern(volatile)]
@@ -34,29 +29,31 @@ fn snowflake_next() -> i64 {
 /// granted.
 fn snowflake_advance_past(id: i64) {
     shmem::shared();
-    let layout = &settings::config().layout;
-    let tick = crate::decode::snowflake_parts(layout, id).tick;
+    let config = settings::config();
+    let generator = Generator::of(&SNOWFLAKE, config);
+    let tick = crate::decode::snowflake_parts(&config.layout, id).tick;
     // The next tick: ids of `id`'s own tick from another node id may sort either side of it.
-    let state = (tick << layout.sequence_bits) | layout.max_sequence();
-    crate::mark::advance_past(&generator(layout), state, "snowflake_advance_past()");
+    let last_of_tick = generator.shape.stamp(tick, config.layout.max_sequence());
+    crate::mark::advance_past(&generator, last_of_tick, "snowflake_advance_past()");
 }
 
-/// The id of a generator state (`tick << sequence_bits | sequence`) made on `node_id`.
-#[inline]
-pub fn id_of_state(layout: &Layout, state: u64, node_id: u32) -> i64 {
-    layout.compose(Parts { tick: state >> layout.sequence_bits, node_id: node_id as u64, sequence: state & layout.max_sequence() })
-}
+pgrx::extension_sql!(
+    r#"
+COMMENT ON FUNCTION snowflake_next() IS
+    'Next snowflake id (time | node | sequence) of this server: unique, greater than every id it handed out before.';
+COMMENT ON FUNCTION snowflake_advance_past(bigint) IS
+    'Makes every snowflake id this server hands out from now on greater than the given id, durably (like setval after a restore).';
+-- Moving a generator's floor can push ids far ahead: superusers only, unless granted.
+REVOKE EXECUTE ON FUNCTION snowflake_advance_past(bigint) FROM PUBLIC;
+"#,
+    name = "snowflake",
+    requires = [snowflake_next, snowflake_advance_past]
+);
 
+/// The id of a snowflake stamp (`tick << sequence_bits | sequence`) made on `node_id`.
 #[inline]
-pub fn generator(layout: &Layout) -> Generator {
-    Generator {
-        name: "snowflake",
-        key: "snowflake",
-        clock: layout.clock(),
-        counter_bits: layout.sequence_bits,
-        tick_start_below: MAX_START_OFFSET.min((layout.max_sequence() + 1) / 4),
-        cell: |state| &state.snowflake,
-    }
+pub fn id_of_stamp(layout: &Layout, stamp: Stamp, node_id: u32) -> i64 {
+    layout.compose(Parts { tick: stamp >> layout.sequence_bits, node_id: node_id as u64, sequence: stamp & layout.max_sequence() })
 }
 
 #[cfg(any(test, feature = "pg_test"))]

@@ -2,23 +2,28 @@
 
 use std::sync::atomic::Ordering::Relaxed;
 
-use pgrx::datum::Interval;
+use pgrx::datum::{Interval, TimestampWithTimeZone};
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 
+use crate::c_function::{self, c_functions, column};
 use crate::clock;
-use crate::c_function::{self, c_functions};
+use crate::engine::Generator;
+use crate::families::{self, SNOWFLAKE};
 use crate::{mark, settings, shmem, snowflake};
 
+// pg_idgen_status()'s declaration (a row filled by column name), and both functions' comments.
+pgrx::extension_sql_file!("status.sql", name = "status", requires = [pg_idgen_generators]);
+
 c_functions! {
-    /// `pg_idgen_status()`, one row; its columns are declared in `sql/`.
+    /// `pg_idgen_status()`, one row; its columns are declared in `status.sql`.
     fn pg_idgen_status / pg_finfo_pg_idgen_status (fcinfo) {
         status_row(fcinfo)
     }
 }
 
 /// # Safety
-/// `fcinfo` is the call of `pg_idgen_status()`, declared with the seventeen OUT columns built here.
+/// `fcinfo` is the call of `pg_idgen_status()`, declared with OUT columns named and typed as here.
 unsafe fn status_row(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
     let state = shmem::shared();
     let config = settings::config();
@@ -26,33 +31,68 @@ unsafe fn status_row(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
     let now_us = clock::wall_unix_micros();
 
     // Only an id handed out since the start: the state below the floor was never one.
-    let last = snowflake::generator(layout).last_handed_out(state);
-    let last_id = last.zip(config.node_id).map(|(last, node_id)| snowflake::id_of_state(layout, last, node_id));
+    let last = Generator::of(&SNOWFLAKE, config).last_handed_out(state);
+    let last_id = last.zip(config.node_id).map(|(last, node_id)| snowflake::id_of_stamp(layout, last, node_id));
     // How far ids are ahead of the wall clock: the generators' clock, or the newest id if later.
     let ahead_us = (state.generator_clock.now_us().max(mark::newest_id_us(state, config)) - now_us).max(0);
     let steps = &state.clock_steps;
     let advanced_at_us = state.mark.advanced_at_us.load(Relaxed);
 
-    let values = [
-        config.node_id.map(|n| n as i32).into_datum(),
-        format!("{} {}/{}/{}", layout.preset.name(), layout.time_bits, layout.node_bits, layout.sequence_bits).into_datum(),
-        Interval::from_micros(layout.unit_us()).into_datum(),
-        clock::unix_micros_to_timestamptz(layout.epoch_us).into_datum(),
-        clock::unix_micros_to_timestamptz(layout.clock().end_us()).into_datum(),
-        (layout.ids_per_second_cap() as i64).into_datum(),
-        last_id.into_datum(),
-        config.clock_step_policy.name().into_datum(),
-        Interval::from_micros(ahead_us).into_datum(),
-        (steps.backward_count.load(Relaxed) as i64).into_datum(),
-        Interval::from_micros(steps.backward_max_us.load(Relaxed) as i64).into_datum(),
-        (steps.forward_count.load(Relaxed) as i64).into_datum(),
-        Interval::from_micros(steps.forward_max_us.load(Relaxed) as i64).into_datum(),
-        clock::unix_micros_to_timestamptz(state.mark.latest_durable_us()).into_datum(),
-        Interval::from_micros(config.clock_reserve_ms as i64 * 1000).into_datum(),
-        (advanced_at_us != 0).then(|| clock::unix_micros_to_timestamptz(advanced_at_us)).into_datum(),
-        Some(state.clock_worker_pid.load(Relaxed)).filter(|&pid| pid != 0).into_datum(),
+    let columns = [
+        column("node_id", config.node_id.map(|n| n as i32)),
+        column("layout", format!("{} {}/{}/{}", layout.preset.name(), layout.time_bits, layout.node_bits, layout.sequence_bits)),
+        column("time_unit", Interval::from_micros(layout.unit_us())),
+        column("epoch", clock::unix_micros_to_timestamptz(layout.epoch_us)),
+        column("time_bits_end", clock::unix_micros_to_timestamptz(layout.clock().end_us())),
+        column("ids_per_second_cap", layout.ids_per_second_cap() as i64),
+        column("last_id", last_id),
+        column("clock_step_policy", config.clock_step_policy.name()),
+        column("ahead_of_clock", Interval::from_micros(ahead_us)),
+        column("clock_backward_events", steps.backward_count.load(Relaxed) as i64),
+        column("largest_clock_backward", Interval::from_micros(steps.backward_max_us.load(Relaxed) as i64)),
+        column("clock_forward_events", steps.forward_count.load(Relaxed) as i64),
+        column("largest_clock_forward", Interval::from_micros(steps.forward_max_us.load(Relaxed) as i64)),
+        column("high_water_mark", clock::unix_micros_to_timestamptz(state.mark.latest_durable_us())),
+        column("clock_reserve", Interval::from_micros(config.clock_reserve_ms as i64 * 1000)),
+        column("mark_advanced_at", (advanced_at_us != 0).then(|| clock::unix_micros_to_timestamptz(advanced_at_us))),
+        column("clock_worker_pid", Some(state.clock_worker_pid.load(Relaxed)).filter(|&pid| pid != 0)),
     ];
-    unsafe { c_function::return_row(fcinfo, &values) }
+    unsafe { c_function::return_row(fcinfo, &columns) }
+}
+
+#[pg_extern(volatile, parallel_safe)]
+/// One row per time-based family (`families::FAMILIES`): its clock, its capacity, the time of
+/// its last value handed out since the start (NULL before the first), its floor and its durable
+/// high-water mark. A new family adds a row.
+fn pg_idgen_generators() -> TableIterator<
+    'static,
+    (
+        name!(family, String),
+        name!(time_unit, Interval),
+        name!(time_end, TimestampWithTimeZone),
+        name!(ids_per_second_cap, i64),
+        name!(last_made, Option<TimestampWithTimeZone>),
+        name!(floor, TimestampWithTimeZone),
+        name!(high_water_mark, TimestampWithTimeZone),
+    ),
+> {
+    let state = shmem::shared();
+    let config = settings::config();
+    let rows = Generator::all(config).map(|generator| {
+        let shape = &generator.shape;
+        let floor = generator.cell(state).floor.load(Relaxed);
+        (
+            generator.family.key.to_string(),
+            Interval::from_micros(shape.clock.unit_us),
+            clock::unix_micros_to_timestamptz(shape.clock.end_us()),
+            shape.ids_per_second_cap() as i64,
+            generator.last_handed_out(state).map(|last| clock::unix_micros_to_timestamptz(shape.start_us(last))),
+            clock::unix_micros_to_timestamptz(shape.start_us(floor)),
+            clock::unix_micros_to_timestamptz(state.mark.durable_us[generator.family.index].load(Relaxed)),
+        )
+    });
+    debug_assert_eq!(rows.len(), families::COUNT);
+    TableIterator::new(rows)
 }
 
 #[cfg(any(test, feature = "pg_test"))]

@@ -2,33 +2,17 @@
 //!
 //! Layout (big-endian, 128 bits):
 //! `| 48: Unix ms | 4: version 0111 | 12: counter (rand_a) | 2: variant 10 | 62: random (rand_b) |`.
-//! The ms and the counter share one `AtomicU64` in shared memory (`ms << 12 | counter`),
-//! advanced by the `monotonic` engine (RFC 9562 §6.2, method 1: a dedicated counter). A new
+//! The ms and the counter share one stamp in shared memory (`ms << 12 | counter`),
+//! advanced by the `engine` (RFC 9562 §6.2, method 1: a dedicated counter). A new
 //! millisecond starts the counter at a small random value; a full counter carries into the next
 //! millisecond (time borrowed, bounded like snowflake). rand_b comes from a CSPRNG seeded in
 //! each backend.
 
 use pgrx::prelude::*;
 
-use crate::monotonic::{Generator, TickClock};
+use crate::engine::Generator;
+use crate::families::{UUID_V7, UUID_V7_SHAPE};
 use crate::random;
-
-const COUNTER_BITS: u32 = 12;
-/// A new millisecond's counter starts below this: random, yet leaving most of the 4,096 values
-/// of a millisecond for ids made in it.
-const MAX_START_COUNTER: u64 = 256;
-
-/// UUIDv7 milliseconds: Unix ms, up to the 48 bits' limit (year 10889).
-pub const MILLISECONDS: TickClock = TickClock { epoch_us: 0, unit_us: 1000, max_tick: (1 << 48) - 1 };
-
-pub const GENERATOR: Generator = Generator {
-    name: "UUIDv7",
-    key: "uuid7",
-    clock: MILLISECONDS,
-    counter_bits: COUNTER_BITS,
-    tick_start_below: MAX_START_COUNTER,
-    cell: |state| &state.uuid,
-};
 
 /// The bytes of a v7 UUID with the given ms, counter and 62 bits of rand_b (the top two are
 /// replaced by the variant).
@@ -45,10 +29,11 @@ pub fn from_parts(ms: u64, counter: u16, rand_b: u64) -> [u8; 16] {
 #[pg_extern(volatile, parallel_safe)]
 /// The next UUIDv7 of this server: greater than every one it handed out before, from any backend.
 fn uuid_v7_next() -> pgrx::Uuid {
-    let (slot, _) = GENERATOR.take("uuid_v7_next()");
+    let (stamp, _, _) = Generator::take(&UUID_V7, "uuid_v7_next()");
     let mut rand_b = [0u8; 8];
     random::fill(&mut rand_b);
-    pgrx::Uuid::from_bytes(from_parts(slot >> COUNTER_BITS, (slot & 0xFFF) as u16, u64::from_ne_bytes(rand_b)))
+    let (ms, counter) = (UUID_V7_SHAPE.tick_of(stamp), UUID_V7_SHAPE.counter_of(stamp));
+    pgrx::Uuid::from_bytes(from_parts(ms, counter as u16, u64::from_ne_bytes(rand_b)))
 }
 
 #[pg_extern(volatile)]
@@ -67,8 +52,22 @@ fn uuid_v7_advance_past(id: pgrx::Uuid) {
     }
     let ms = bytes[0..6].iter().fold(0u64, |acc, &b| acc << 8 | b as u64);
     let counter = u16::from_be_bytes([bytes[6], bytes[7]]) as u64 & 0x0FFF;
-    crate::mark::advance_past(&GENERATOR, ms << COUNTER_BITS | counter, "uuid_v7_advance_past()");
+    let generator = Generator::of(&UUID_V7, crate::settings::config());
+    crate::mark::advance_past(&generator, UUID_V7_SHAPE.stamp(ms, counter), "uuid_v7_advance_past()");
 }
+
+pgrx::extension_sql!(
+    r#"
+COMMENT ON FUNCTION uuid_v7_next() IS
+    'Next RFC 9562 UUIDv7 of this server: greater than every UUID it made before, from any backend.';
+COMMENT ON FUNCTION uuid_v7_advance_past(uuid) IS
+    'Makes every UUIDv7 this server makes from now on greater than the given one, durably (after a restore from another server).';
+-- Moving a generator's floor can push ids far ahead: superusers only, unless granted.
+REVOKE EXECUTE ON FUNCTION uuid_v7_advance_past(uuid) FROM PUBLIC;
+"#,
+    name = "uuid7",
+    requires = [uuid_v7_next, uuid_v7_advance_past]
+);
 
 #[cfg(any(test, feature = "pg_test"))]
 #[pgrx::pg_schema]

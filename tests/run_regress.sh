@@ -2,6 +2,8 @@
 # The pg_regress suite. Each phase starts the `regress` cluster with one configuration and runs
 # the tests written for it; a phase whose output differs from tests/expected fails the run.
 # Needs the extension installed (scripts/test.sh does that first).
+#   tests/run_regress.sh              every test
+#   tests/run_regress.sh NAME...      only these tests (each phase's `setup` runs before them)
 cd "$(dirname "$0")/.."
 source scripts/lib.sh
 
@@ -15,9 +17,24 @@ rm -rf "$OUT" && mkdir -p "$OUT"
 # phase NAME DATABASE "CONF-LINE;..." TEST...
 # The first phase runs in the existing `postgres` database of a fresh cluster, because the
 # pg_idgen worker connects there (pg_idgen.database) and pg_regress could not drop it.
+wanted=("$@")
+for test in "${wanted[@]}"; do
+    [ -f "tests/sql/$test.sql" ] || { echo "no pg_regress test named '$test' (tests/sql/)" >&2; exit 2; }
+done
+
 phase() {
     local name=$1 database=$2 conf=$3
     shift 3
+    if [ ${#wanted[@]} -gt 0 ]; then
+        local chosen=() test
+        for test in "$@"; do
+            if [ "$test" = setup ] || [[ " ${wanted[*]} " == *" $test "* ]]; then
+                chosen+=("$test")
+            fi
+        done
+        [ ${#chosen[@]} -gt 1 ] || return 0
+        set -- "${chosen[@]}"
+    fi
     local existing=()
     [ "$database" = postgres ] && existing=(--use-existing)
     say "pg_regress phase '$name': $*"

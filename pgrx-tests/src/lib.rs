@@ -2,9 +2,12 @@
 //!
 //! A cluster runs as the `postgres` user (the tests run as root, which PostgreSQL refuses), in
 //! its own directory under `$PG_IDGEN_WORK` (default `/tmp/pg_idgen`). It listens only on a Unix
-//! socket in its data directory, named by the port the test chooses. Why no TCP: a port in the
-//! ephemeral range can be held by any client connection of the moment, and the server would not
-//! start. Dropping a `Cluster` stops it and removes its files.
+//! socket in its data directory, named by a port the harness assigns (`next_port`). Why no TCP: a
+//! port in the ephemeral range can be held by any client connection of the moment, and the server
+//! would not start. Dropping a `Cluster` stops it and removes its files.
+//!
+//! The PostgreSQL binaries are found through `pg_config --bindir`: `$PG_CONFIG` (scripts/lib.sh
+//! sets it), else the `pg_config` on the PATH.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -14,7 +17,24 @@ use std::time::{Duration, Instant};
 
 pub use postgres::{Client, NoTls};
 
-pub const PG_BIN: &str = "/usr/lib/postgresql/15/bin";
+/// The directory of the PostgreSQL binaries, from pg_config.
+pub fn pg_bin() -> &'static str {
+    static BIN: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    BIN.get_or_init(|| {
+        let pg_config = std::env::var("PG_CONFIG").unwrap_or_else(|_| "pg_config".into());
+        let out = Command::new(&pg_config).arg("--bindir").output().unwrap_or_else(|e| panic!("cannot run {pg_config}: {e}"));
+        assert!(out.status.success(), "{pg_config} --bindir failed");
+        String::from_utf8(out.stdout).unwrap().trim().to_string()
+    })
+}
+
+/// A port for a new cluster, unique within this test process. Why a plain counter is enough: each
+/// cluster's socket lives in its own directory, so two clusters never compete for a socket name,
+/// and the test files of a run start one after the other.
+fn next_port() -> u16 {
+    static NEXT: std::sync::atomic::AtomicU16 = std::sync::atomic::AtomicU16::new(54400);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
 
 pub struct Cluster {
     pub dir: PathBuf,
@@ -41,14 +61,14 @@ fn as_postgres(program: &str, args: &[&str]) -> Output {
         .unwrap_or_else(|e| panic!("cannot run {program}: {e}"))
 }
 
-fn bin(name: &str) -> String {
-    format!("{PG_BIN}/{name}")
+pub fn bin(name: &str) -> String {
+    format!("{}/{name}", pg_bin())
 }
 
 impl Cluster {
     /// A new, empty cluster (initdb), not started.
-    pub fn init(name: &str, port: u16) -> Cluster {
-        let cluster = Cluster::at(name, port);
+    pub fn init(name: &str) -> Cluster {
+        let cluster = Cluster::at(name);
         let _ = fs::remove_dir_all(&cluster.dir);
         let data = cluster.data();
         let out = as_postgres(bin("initdb").as_str(), &["-D", &data, "-U", "postgres", "--auth=trust", "--no-sync"]);
@@ -58,11 +78,11 @@ impl Cluster {
     }
 
     /// A cluster whose data directory something else creates (pg_basebackup).
-    pub fn at(name: &str, port: u16) -> Cluster {
+    pub fn at(name: &str) -> Cluster {
         let root = work_root();
         let out = as_postgres("mkdir", &["-p", root.to_str().unwrap()]);
         assert!(out.status.success(), "cannot create {}: {}", root.display(), String::from_utf8_lossy(&out.stderr));
-        Cluster { dir: root.join(format!("system-{name}")), port, fake_clock: None }
+        Cluster { dir: root.join(format!("system-{name}")), port: next_port(), fake_clock: None }
     }
 
     pub fn data(&self) -> String {
@@ -256,14 +276,14 @@ impl Cluster {
     }
 
     /// Makes this cluster a streaming standby of `primary` (pg_basebackup -R) and starts it.
-    pub fn standby_of(name: &str, port: u16, primary: &Cluster) -> Cluster {
-        Cluster::base_backup_of(name, port, primary, true)
+    pub fn standby_of(name: &str, primary: &Cluster) -> Cluster {
+        Cluster::base_backup_of(name, primary, true)
     }
 
     /// A copy of `primary` made with pg_basebackup (WAL streamed along); a standby of it if
     /// `standby`, else a server of its own once started. Not started.
-    pub fn base_backup_of(name: &str, port: u16, primary: &Cluster, standby: bool) -> Cluster {
-        let copy = Cluster::at(name, port);
+    pub fn base_backup_of(name: &str, primary: &Cluster, standby: bool) -> Cluster {
+        let copy = Cluster::at(name);
         let _ = fs::remove_dir_all(&copy.dir);
         let (host, port, data) = (primary.socket_dir(), primary.port.to_string(), copy.data());
         let mut args = vec!["-h", &host, "-p", &port, "-U", "postgres", "-D", &data, "-X", "stream"];
@@ -283,14 +303,14 @@ impl Cluster {
         let out = Command::new("chown").args(["-R", "postgres:postgres", self.dir.to_str().unwrap()]).output().unwrap();
         assert!(out.status.success());
         let command = format!(
-            "cd {} && {}/pg_upgrade -b {PG_BIN} -B {PG_BIN} -d {} -D {} -p {} -P {} -s {}",
+            "cd {} && {bin}/pg_upgrade -b {bin} -B {bin} -d {} -D {} -p {} -P {} -s {}",
             work.display(),
-            PG_BIN,
             old.data(),
             self.data(),
             old.port,
             self.port,
-            work.display()
+            work.display(),
+            bin = pg_bin()
         );
         let out = as_postgres("sh", &["-c", &command]);
         if out.status.success() {
@@ -309,18 +329,18 @@ impl Drop for Cluster {
 }
 
 /// A cluster with pg_idgen preloaded, the given extra settings, started, extension created.
-pub fn started_cluster(name: &str, port: u16, settings: &[&str]) -> Cluster {
-    start_with_extension(Cluster::init(name, port), settings)
+pub fn started_cluster(name: &str, settings: &[&str]) -> Cluster {
+    start_with_extension(Cluster::init(name), settings)
 }
 
 /// The same, on a fake wall clock (see `Cluster::use_fake_clock`), at first set to the real time.
-pub fn started_cluster_on_fake_clock(name: &str, port: u16, settings: &[&str]) -> Cluster {
-    started_cluster_with_clock_offset(name, port, 0, settings)
+pub fn started_cluster_on_fake_clock(name: &str, settings: &[&str]) -> Cluster {
+    started_cluster_with_clock_offset(name, 0, settings)
 }
 
 /// The same, with the fake wall clock `seconds` away from the real time from the first start on.
-pub fn started_cluster_with_clock_offset(name: &str, port: u16, seconds: i64, settings: &[&str]) -> Cluster {
-    let mut cluster = Cluster::init(name, port);
+pub fn started_cluster_with_clock_offset(name: &str, seconds: i64, settings: &[&str]) -> Cluster {
+    let mut cluster = Cluster::init(name);
     cluster.use_fake_clock();
     cluster.set_clock_offset(seconds);
     start_with_extension(cluster, settings)
@@ -383,6 +403,11 @@ pub fn generate_concurrently(cluster: &Cluster, table: &str, generator: &str, sq
     assert_unique_and_increasing(&mut cluster.connect(), table, "id", (clients * per_client) as i64);
 }
 
+/// The name of family `i`'s column inside `assert_ids_unique_and_ordered`'s insert.
+fn column_alias(i: usize) -> String {
+    format!("f{i}")
+}
+
 /// Asserts over the stored rows of `table (client, n, column, …)`: `expected` rows, no duplicate
 /// in `column`, and each client's values strictly increasing in the order `n` it made them.
 fn assert_unique_and_increasing(db: &mut Client, table: &str, column: &str, expected: i64) {
@@ -419,12 +444,28 @@ pub fn assert_cross_backend_order(cluster: &Cluster, generator: &str, sql_type: 
     }
 }
 
-/// The ids one client took from the three time-based generators, in the order it took them.
+/// A time-based generator the load takes ids from: its column name in the result table, the SQL
+/// expression that makes an id, and the id's SQL type.
+pub struct Family {
+    pub column: &'static str,
+    pub expression: &'static str,
+    pub sql_type: &'static str,
+}
+
+/// Every time-based family: what `Load` takes and `assert_ids_unique_and_ordered` checks. A new
+/// family adds its line here.
+pub const TIME_BASED: &[Family] = &[
+    Family { column: "snowflake", expression: "snowflake_next()", sql_type: "bigint" },
+    Family { column: "uuid", expression: "uuid_v7_next()", sql_type: "uuid" },
+    Family { column: "objectid", expression: "objectid_gen()", sql_type: "objectid" },
+];
+
+/// The ids one client took from every family of `TIME_BASED`, in the order it took them.
 pub struct ClientIds {
     /// Which group the client belongs to (a phase of the test: before or after a restart, …).
     pub phase: i32,
-    /// `(snowflake, uuid, objectid)` rows, the last two as text.
-    pub ids: Vec<(i64, String, String)>,
+    /// One row per statement row: the ids of the families in `TIME_BASED` order, as text.
+    pub ids: Vec<Vec<String>>,
     /// When each batch came back: the gaps show whether generation stopped.
     pub batch_times: Vec<Instant>,
     /// The error that ended the client, if one did (a killed server, …).
@@ -438,7 +479,7 @@ impl ClientIds {
     }
 }
 
-/// Clients that take snowflake ids, UUIDv7s and ObjectIds together, 1,000 rows a statement, as
+/// Clients that take an id of every family of `TIME_BASED` per row, 1,000 rows a statement, as
 /// fast as they can, until stopped or until the server fails them.
 pub struct Load {
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
@@ -449,20 +490,19 @@ impl Load {
     pub fn start(cluster: &Cluster, clients: usize, phase: i32) -> Load {
         use std::sync::atomic::{AtomicBool, Ordering};
         let stop = std::sync::Arc::new(AtomicBool::new(false));
+        let columns: Vec<String> = TIME_BASED.iter().map(|f| format!("({})::text", f.expression)).collect();
+        let statement = format!("SELECT {} FROM generate_series(1, 1000)", columns.join(", "));
         let clients = (0..clients)
             .map(|_| {
                 let mut db = cluster.connect();
                 let stop = stop.clone();
+                let statement = statement.clone();
                 thread::spawn(move || {
                     let mut taken = ClientIds { phase, ids: Vec::new(), batch_times: Vec::new(), error: None };
                     while !stop.load(Ordering::Relaxed) {
-                        let batch = db.query(
-                            "SELECT snowflake_next(), uuid_v7_next()::text, objectid_gen()::text FROM generate_series(1, 1000)",
-                            &[],
-                        );
-                        match batch {
+                        match db.query(&statement, &[]) {
                             Ok(rows) => {
-                                taken.ids.extend(rows.iter().map(|r| (r.get(0), r.get(1), r.get(2))));
+                                taken.ids.extend(rows.iter().map(|r| (0..TIME_BASED.len()).map(|i| r.get(i)).collect()));
                                 taken.batch_times.push(Instant::now());
                             }
                             Err(e) => {
@@ -491,33 +531,40 @@ impl Load {
     }
 }
 
-/// Stores the ids the clients took into a new table `table (phase, client, n, snowflake, uuid,
-/// objectid)` and asserts, in SQL over the stored rows, for each of the three generators: no
+/// Stores the ids the clients took into a new table `table (phase, client, n, <one column per
+/// family>)` and asserts, in SQL over the stored rows, for each family of `TIME_BASED`: no
 /// duplicate; each client's ids strictly increase; every id of a phase is greater than every id of
 /// the phases before it.
 pub fn assert_ids_unique_and_ordered(db: &mut Client, table: &str, clients: &[ClientIds]) {
     const CHUNK: usize = 50_000;
-    db.batch_execute(&format!(
-        "CREATE TABLE {table} (phase int, client int, n int, snowflake bigint, uuid uuid, objectid objectid)"
-    ))
-    .unwrap();
+    let columns: Vec<String> = TIME_BASED.iter().map(|f| format!("{} {}", f.column, f.sql_type)).collect();
+    db.batch_execute(&format!("CREATE TABLE {table} (phase int, client int, n int, {})", columns.join(", "))).unwrap();
+    // One text array per family, cast to the family's type in SQL.
+    let casts: Vec<String> = TIME_BASED.iter().enumerate().map(|(i, f)| format!("{}::{}", column_alias(i), f.sql_type)).collect();
+    let arrays: Vec<String> = (0..TIME_BASED.len()).map(|i| format!("${}::text[]", i + 4)).collect();
+    let aliases: Vec<String> = (0..TIME_BASED.len()).map(column_alias).collect();
     let insert = format!(
-        "INSERT INTO {table} SELECT $1, $2, $3::int + n::int, s, u::uuid, o::objectid
-           FROM unnest($4::bigint[], $5::text[], $6::text[]) WITH ORDINALITY AS i(s, u, o, n)"
+        "INSERT INTO {table} SELECT $1, $2, $3::int + n::int, {}
+           FROM unnest({}) WITH ORDINALITY AS i({}, n)",
+        casts.join(", "),
+        arrays.join(", "),
+        aliases.join(", ")
     );
     let mut total = 0i64;
     for (client, taken) in clients.iter().enumerate() {
         for (chunk_number, chunk) in taken.ids.chunks(CHUNK).enumerate() {
             let first = (chunk_number * CHUNK) as i32;
-            let snowflakes: Vec<i64> = chunk.iter().map(|r| r.0).collect();
-            let uuids: Vec<&str> = chunk.iter().map(|r| r.1.as_str()).collect();
-            let objectids: Vec<&str> = chunk.iter().map(|r| r.2.as_str()).collect();
-            db.execute(&insert, &[&taken.phase, &(client as i32), &first, &snowflakes, &uuids, &objectids]).unwrap();
+            let per_family: Vec<Vec<&str>> =
+                (0..TIME_BASED.len()).map(|i| chunk.iter().map(|row| row[i].as_str()).collect()).collect();
+            let (phase, client) = (taken.phase, client as i32);
+            let mut params: Vec<&(dyn postgres::types::ToSql + Sync)> = vec![&phase, &client, &first];
+            params.extend(per_family.iter().map(|ids| ids as &(dyn postgres::types::ToSql + Sync)));
+            db.execute(&insert, &params).unwrap();
             total += chunk.len() as i64;
         }
     }
     assert!(total > 0, "{table}: the clients took no ids");
-    for column in ["snowflake", "uuid", "objectid"] {
+    for column in TIME_BASED.iter().map(|f| f.column) {
         assert_unique_and_increasing(db, table, column, total);
         // Sorted by id, the phases must never go back: then every id of a phase is greater than
         // every id of the phases before.

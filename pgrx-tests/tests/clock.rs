@@ -28,7 +28,7 @@ fn seconds(db: &mut Client, interval_column: &str) -> f64 {
 /// `pg_idgen_status()`.
 #[test]
 fn wall_clock_steps_back_neither_stop_nor_repeat_ids() {
-    let cluster = started_cluster_on_fake_clock("steps", 54380, &["pg_idgen.node_id = 11"]);
+    let cluster = started_cluster_on_fake_clock("steps", &["pg_idgen.node_id = 11"]);
     let load = Load::start(&cluster, CLIENTS, 0);
     sleep(Duration::from_millis(1500));
     cluster.set_clock_offset(-10);
@@ -60,7 +60,7 @@ fn wall_clock_steps_back_neither_stop_nor_repeat_ids() {
 /// and again 60 s behind (after kill -9), hands out only ids greater than every id before.
 #[test]
 fn restart_with_the_clock_behind_continues_past_every_earlier_id() {
-    let cluster = started_cluster_on_fake_clock("behind", 54381, &["pg_idgen.node_id = 12"]);
+    let cluster = started_cluster_on_fake_clock("behind", &["pg_idgen.node_id = 12"]);
     let take = |phase| Load::start(&cluster, 1, phase).stop_after(Duration::from_millis(300));
     let mut phases = take(0);
     cluster.stop();
@@ -81,7 +81,7 @@ fn restart_with_the_clock_behind_continues_past_every_earlier_id() {
 /// and every id taken after a restart is greater than every id taken before it.
 #[test]
 fn kill_9_cycles_under_load_never_repeat_an_id() {
-    let cluster = started_cluster_on_fake_clock("kill9", 54382, &["pg_idgen.node_id = 13"]);
+    let cluster = started_cluster_on_fake_clock("kill9", &["pg_idgen.node_id = 13"]);
     let mut taken: Vec<ClientIds> = Vec::new();
     for cycle in 0..10 {
         let load = Load::start(&cluster, CLIENTS, cycle);
@@ -103,9 +103,9 @@ fn kill_9_cycles_under_load_never_repeat_an_id() {
 /// also those made after the standby was cloned (the marks reach it through WAL).
 #[test]
 fn promoted_standby_with_a_slow_clock_continues_past_the_old_primary() {
-    let primary = started_cluster("promote-primary", 54383, &["pg_idgen.node_id = 14"]);
+    let primary = started_cluster("promote-primary", &["pg_idgen.node_id = 14"]);
     let mut taken = Load::start(&primary, 2, 0).stop_after(Duration::from_millis(500));
-    let mut standby = Cluster::standby_of("promote-standby", 54384, &primary);
+    let mut standby = Cluster::standby_of("promote-standby", &primary);
     standby.use_fake_clock();
     standby.set_clock_offset(-5);
     standby.configure(&["shared_preload_libraries = 'pg_idgen'", "pg_idgen.node_id = 14"]);
@@ -127,7 +127,6 @@ fn promoted_standby_with_a_slow_clock_continues_past_the_old_primary() {
 fn refuse_policy_errors_while_behind_and_resumes_when_the_clock_catches_up() {
     let cluster = started_cluster_on_fake_clock(
         "refuse",
-        54385,
         &["pg_idgen.node_id = 15", "pg_idgen.clock_step_policy = refuse", "pg_idgen.max_clock_wait = 200"],
     );
     let load_started = Instant::now();
@@ -168,7 +167,7 @@ fn refuse_policy_errors_while_behind_and_resumes_when_the_clock_catches_up() {
 /// again, and the new worker goes on moving the mark.
 #[test]
 fn a_terminated_clock_worker_holds_nothing_up() {
-    let cluster = started_cluster("clock-worker", 54386, &["pg_idgen.node_id = 16"]);
+    let cluster = started_cluster("clock-worker", &["pg_idgen.node_id = 16"]);
     let mut db = cluster.connect();
     let worker_pid = |db: &mut Client| -> Option<i32> {
         status_row(db, "clock_worker_pid").get(0)
@@ -211,7 +210,7 @@ fn a_terminated_clock_worker_holds_nothing_up() {
 /// continues past the time written into it.
 #[test]
 fn a_damaged_mark_file_stops_the_server_at_start() {
-    let cluster = started_cluster("mark-file", 54387, &["pg_idgen.node_id = 17"]);
+    let cluster = started_cluster("mark-file", &["pg_idgen.node_id = 17"]);
     cluster.stop();
     let file = std::path::Path::new(&cluster.data()).join("pg_idgen.mark");
     std::fs::write(&file, "not a time\n").unwrap();
@@ -236,7 +235,7 @@ fn a_damaged_mark_file_stops_the_server_at_start() {
 /// has passed, a new id carries the current time (within 1 s) instead of keeping the lead for good.
 #[test]
 fn the_lead_after_crashes_shrinks_as_the_clock_catches_up() {
-    let cluster = started_cluster("crash-lead", 54411, &["pg_idgen.node_id = 19", "pg_idgen.clock_reserve = '3s'"]);
+    let cluster = started_cluster("crash-lead", &["pg_idgen.node_id = 19", "pg_idgen.clock_reserve = '3s'"]);
     let mut taken = Vec::new();
     for cycle in 0..6 {
         let load = Load::start(&cluster, 2, cycle);
@@ -264,10 +263,9 @@ fn the_lead_after_crashes_shrinks_as_the_clock_catches_up() {
 /// errs or pauses, no id repeats, and the log says the step was not followed.
 #[test]
 fn a_brief_forward_jump_of_the_wall_clock_is_not_followed() {
-    for (i, policy) in ["keep_generating", "refuse"].iter().enumerate() {
+    for policy in ["keep_generating", "refuse"] {
         let cluster = started_cluster_on_fake_clock(
             &format!("jump-{policy}"),
-            54412 + i as u16,
             &["pg_idgen.node_id = 20", &format!("pg_idgen.clock_step_policy = {policy}")],
         );
         let load = Load::start(&cluster, 2, 0);
@@ -301,7 +299,7 @@ fn a_brief_forward_jump_of_the_wall_clock_is_not_followed() {
 /// (2 s here): ids then carry the new time, and the log says so.
 #[test]
 fn a_lasting_forward_step_is_followed_after_the_delay() {
-    let cluster = started_cluster_on_fake_clock("step-lasts", 54414, &["pg_idgen.node_id = 21", "pg_idgen.clock_forward_delay = '2s'"]);
+    let cluster = started_cluster_on_fake_clock("step-lasts", &["pg_idgen.node_id = 21", "pg_idgen.clock_forward_delay = '2s'"]);
     let mut db = cluster.connect();
     cluster.set_clock_offset(3600);
     sleep(Duration::from_millis(500));
@@ -318,7 +316,7 @@ fn a_lasting_forward_step_is_followed_after_the_delay() {
 /// more than 16.7 million in one second would borrow a second.
 #[test]
 fn objectids_borrow_a_second_only_past_16_million_in_one_second() {
-    let cluster = started_cluster("objectid-counter", 54415, &[]);
+    let cluster = started_cluster("objectid-counter", &[]);
     let borrowed: i64 = cluster
         .connect()
         .query_one(
@@ -337,7 +335,7 @@ fn objectids_borrow_a_second_only_past_16_million_in_one_second() {
 /// take what a crash costs (they continue from the durable mark, at most clock_reserve ahead).
 #[test]
 fn a_crash_during_a_forward_jump_does_not_take_it() {
-    let cluster = started_cluster_on_fake_clock("jump-crash", 54420, &["pg_idgen.node_id = 22"]);
+    let cluster = started_cluster_on_fake_clock("jump-crash", &["pg_idgen.node_id = 22"]);
     let mut victim = cluster.connect();
     let pid: i32 = victim.query_one("SELECT pg_backend_pid()", &[]).unwrap().get(0);
     cluster.set_clock_offset(365 * 86_400);

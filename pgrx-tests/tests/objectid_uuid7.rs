@@ -6,7 +6,7 @@ use pg_idgen_system_tests::{assert_cross_backend_order, generate_concurrently, s
 /// ObjectIds strictly increase; likewise for UUIDv7s. No node id is needed for either.
 #[test]
 fn concurrent_clients_never_get_a_duplicate_objectid_or_uuid() {
-    let cluster = started_cluster("objectid-uuid", 54360, &[]);
+    let cluster = started_cluster("objectid-uuid", &[]);
     generate_concurrently(&cluster, "objectids", "objectid_gen()", "objectid", 4, 250_000);
     generate_concurrently(&cluster, "uuids", "uuid_v7_next()", "uuid", 4, 250_000);
 
@@ -31,7 +31,7 @@ fn concurrent_clients_never_get_a_duplicate_objectid_or_uuid() {
 /// Claim: an ObjectId or UUIDv7 taken by one backend after another backend took one is greater.
 #[test]
 fn order_holds_across_backends() {
-    let cluster = started_cluster("objectid-uuid-order", 54361, &[]);
+    let cluster = started_cluster("objectid-uuid-order", &[]);
     assert_cross_backend_order(&cluster, "objectid_gen()", "objectid", 10_000);
     assert_cross_backend_order(&cluster, "uuid_v7_next()", "uuid", 10_000);
 }

@@ -29,7 +29,7 @@ fn copy_as_postgres(from: &std::path::Path, to: &std::path::Path) {
 #[test]
 fn settings_that_would_make_smaller_ids_stop_the_start() {
     let epoch = "pg_idgen.epoch = '2025-01-01 00:00:00+00'";
-    let cluster = started_cluster("settings-change", 54401, &["pg_idgen.node_id = 3", epoch]);
+    let cluster = started_cluster("settings-change", &["pg_idgen.node_id = 3", epoch]);
     let mut taken = take(&cluster, 0);
     let with = |lines: &[&str]| {
         let mut all = vec!["shared_preload_libraries = 'pg_idgen'", "pg_idgen.node_id = 3"];
@@ -68,7 +68,7 @@ fn settings_that_would_make_smaller_ids_stop_the_start() {
 #[test]
 fn an_epoch_without_offset_does_not_move_with_the_timezone() {
     let epoch = "pg_idgen.epoch = '2025-01-01 00:00:00'";
-    let cluster = started_cluster("epoch-timezone", 54402, &["pg_idgen.node_id = 4", epoch, "timezone = 'UTC'"]);
+    let cluster = started_cluster("epoch-timezone", &["pg_idgen.node_id = 4", epoch, "timezone = 'UTC'"]);
     let mut taken = take(&cluster, 0);
     cluster.stop();
     // UTC-11: read in the server's zone, the epoch would move 11 hours later.
@@ -87,7 +87,7 @@ fn an_epoch_without_offset_does_not_move_with_the_timezone() {
 /// when the copy `pg_idgen/mark` is lost.
 #[test]
 fn a_lost_mark_file_stops_the_start_until_it_is_restored() {
-    let cluster = started_cluster_on_fake_clock("lost-mark", 54403, &["pg_idgen.node_id = 5"]);
+    let cluster = started_cluster_on_fake_clock("lost-mark", &["pg_idgen.node_id = 5"]);
     let mut taken = take(&cluster, 0);
     for (lost, kept, phase) in [("pg_idgen.mark", "pg_idgen/mark", 1), ("pg_idgen/mark", "pg_idgen.mark", 2)] {
         cluster.stop();
@@ -108,10 +108,10 @@ fn a_lost_mark_file_stops_the_start_until_it_is_restored() {
 /// greater than every id the old cluster made.
 #[test]
 fn after_pg_upgrade_ids_continue_past_the_old_cluster() {
-    let old = started_cluster("upgrade-old", 54404, &["pg_idgen.node_id = 6"]);
+    let old = started_cluster("upgrade-old", &["pg_idgen.node_id = 6"]);
     let mut taken = take(&old, 0);
     old.stop();
-    let mut new = Cluster::init("upgrade-new", 54405);
+    let mut new = Cluster::init("upgrade-new");
     new.use_fake_clock();
     new.set_clock_offset(-60);
     new.configure(&["shared_preload_libraries = 'pg_idgen'", "pg_idgen.node_id = 6"]);
@@ -130,9 +130,9 @@ fn after_pg_upgrade_ids_continue_past_the_old_cluster() {
 /// out before the backup: both mark files came along, and the WAL carried the marks made since.
 #[test]
 fn a_base_backup_continues_past_its_source() {
-    let source = started_cluster("backup-source", 54406, &["pg_idgen.node_id = 7"]);
+    let source = started_cluster("backup-source", &["pg_idgen.node_id = 7"]);
     let mut taken = take(&source, 0);
-    let mut copy = Cluster::base_backup_of("backup-copy", 54407, &source, false);
+    let mut copy = Cluster::base_backup_of("backup-copy", &source, false);
     source.stop();
     assert!(copy.data_file("pg_idgen.mark").exists() && copy.data_file("pg_idgen/mark").exists(), "both files are in the backup");
     copy.use_fake_clock();
@@ -150,7 +150,7 @@ fn a_base_backup_continues_past_its_source() {
 /// greatest by ORDER BY) — also when the server is killed right after.
 #[test]
 fn after_a_restore_one_statement_per_column_moves_ids_past_the_restored_ones() {
-    let source = started_cluster("restore-source", 54408, &["pg_idgen.node_id = 8"]);
+    let source = started_cluster("restore-source", &["pg_idgen.node_id = 8"]);
     source
         .connect()
         .batch_execute(
@@ -159,7 +159,7 @@ fn after_a_restore_one_statement_per_column_moves_ids_past_the_restored_ones() {
         )
         .unwrap();
     let dump = source.dump("postgres");
-    let target = started_cluster_with_clock_offset("restore-target", 54409, -60, &["pg_idgen.node_id = 8"]);
+    let target = started_cluster_with_clock_offset("restore-target", -60, &["pg_idgen.node_id = 8"]);
     target.restore(&dump, "postgres");
     let mut db = target.connect();
     let greatest = "(SELECT max(s) FROM t) AS s, (SELECT u FROM t ORDER BY u DESC LIMIT 1) AS u, (SELECT o FROM t ORDER BY o DESC LIMIT 1) AS o";
@@ -188,7 +188,7 @@ fn after_a_restore_one_statement_per_column_moves_ids_past_the_restored_ones() {
 /// (the state below the restored floor is none) — and after one id it is that id.
 #[test]
 fn last_id_is_only_an_id_handed_out() {
-    let cluster = started_cluster("last-id", 54410, &["pg_idgen.node_id = 9"]);
+    let cluster = started_cluster("last-id", &["pg_idgen.node_id = 9"]);
     cluster.connect().batch_execute("SELECT snowflake_next()").unwrap();
     cluster.stop();
     cluster.start();
@@ -205,7 +205,7 @@ fn last_id_is_only_an_id_handed_out() {
 /// behind continues above every earlier id.
 #[test]
 fn a_mark_file_of_version_0_2_is_taken_and_converted() {
-    let cluster = started_cluster_on_fake_clock("mark-0-2", 54416, &["pg_idgen.node_id = 10"]);
+    let cluster = started_cluster_on_fake_clock("mark-0-2", &["pg_idgen.node_id = 10"]);
     let mut taken = take(&cluster, 0);
     cluster.stop();
     let text = std::fs::read_to_string(cluster.data_file("pg_idgen.mark")).unwrap();
@@ -231,7 +231,7 @@ fn a_mark_file_of_version_0_2_is_taken_and_converted() {
 /// above the given one.
 #[test]
 fn advancing_one_family_leaves_the_others_alone() {
-    let cluster = started_cluster("advance-one", 54418, &["pg_idgen.node_id = 11"]);
+    let cluster = started_cluster("advance-one", &["pg_idgen.node_id = 11"]);
     let mut db = cluster.connect();
     let ahead: String = db.query_one("SELECT uuid_v7_min(clock_timestamp() + interval '1 hour')::text", &[]).unwrap().get(0);
     db.execute("SELECT uuid_v7_advance_past($1::text::uuid)", &[&ahead]).unwrap();
@@ -257,7 +257,7 @@ fn advancing_one_family_leaves_the_others_alone() {
 /// above.
 #[test]
 fn a_server_without_snowflake_ids_may_choose_its_epoch() {
-    let cluster = started_cluster("no-snowflake", 54419, &[]);
+    let cluster = started_cluster("no-snowflake", &[]);
     let mut db = cluster.connect();
     let last: Option<i64> = db.query_one("SELECT last_id FROM pg_idgen_status()", &[]).unwrap().get(0);
     assert_eq!(last, None, "a new server has handed out no id");
@@ -283,14 +283,14 @@ fn sleep_past_a_mark() {
 #[test]
 fn snowflake_ids_made_just_before_a_crash_or_advanced_past_still_count() {
     let later_epoch = "pg_idgen.epoch = '2026-01-01 00:00:00+00'";
-    let crashed = started_cluster("made-then-crash", 54421, &["pg_idgen.node_id = 13"]);
+    let crashed = started_cluster("made-then-crash", &["pg_idgen.node_id = 13"]);
     crashed.connect().batch_execute("SELECT snowflake_next() FROM generate_series(1, 100)").unwrap();
     crashed.kill9();
     crashed.configure(&["shared_preload_libraries = 'pg_idgen'", "pg_idgen.node_id = 13", later_epoch]);
     let log = crashed.try_start().expect_err("the ids made before the crash are larger");
     assert!(log.contains("FATAL:  changed pg_idgen.epoch would make snowflake ids smaller"), "{log}");
 
-    let advanced = started_cluster("advanced-no-node", 54422, &[]);
+    let advanced = started_cluster("advanced-no-node", &[]);
     advanced.connect().batch_execute("SELECT snowflake_advance_past(snowflake_min_id(clock_timestamp()))").unwrap();
     advanced.stop();
     advanced.configure(&["shared_preload_libraries = 'pg_idgen'", "pg_idgen.node_id = 14", later_epoch]);
@@ -305,9 +305,9 @@ fn snowflake_ids_made_just_before_a_crash_or_advanced_past_still_count() {
 /// every id its old primary handed out.
 #[test]
 fn a_standby_that_cannot_write_a_mark_stops_rather_than_forget_it() {
-    let primary = started_cluster("unwritable-primary", 54423, &["pg_idgen.node_id = 16"]);
+    let primary = started_cluster("unwritable-primary", &["pg_idgen.node_id = 16"]);
     let mut taken = take(&primary, 0);
-    let mut standby = Cluster::standby_of("unwritable-standby", 54424, &primary);
+    let mut standby = Cluster::standby_of("unwritable-standby", &primary);
     standby.use_fake_clock();
     standby.set_clock_offset(-30);
     standby.configure(&["shared_preload_libraries = 'pg_idgen'", "pg_idgen.node_id = 16"]);

@@ -91,7 +91,7 @@ fn use_segments(db: &mut Client, tag: &str) -> i64 {
 /// sessions run as the owner: the worker still allocates, as the superuser it connected as.
 #[test]
 fn a_database_owner_cannot_plant_code_that_pg_idgen_runs() {
-    let cluster = started_cluster("privileges", 54389, &["pg_idgen.database = 'app'", "pg_idgen.segment_max_step = 10"]);
+    let cluster = started_cluster("privileges", &["pg_idgen.database = 'app'", "pg_idgen.segment_max_step = 10"]);
     let mut postgres = cluster.connect();
     postgres.batch_execute("CREATE ROLE owner LOGIN").unwrap();
     postgres.batch_execute("CREATE DATABASE app OWNER owner").unwrap();
@@ -127,7 +127,6 @@ fn a_schema_swapped_under_pg_idgen_never_runs_the_owners_code() {
 
     let cluster = started_cluster(
         "privileges-swap",
-        54417,
         &["pg_idgen.database = 'app'", "pg_idgen.segment_max_step = 10", "pg_idgen.segment_wait_timeout = 500"],
     );
     let mut postgres = cluster.connect();
@@ -218,7 +217,7 @@ fn worker_pid(db: &mut Client) -> i32 {
 /// once the row is free, and is still the same process (the error did not become an exit).
 #[test]
 fn a_trigger_added_by_a_grantee_never_runs_in_the_worker() {
-    let cluster = started_cluster("privileges-grantee", 54425, &["pg_idgen.database = 'app'", "pg_idgen.segment_max_step = 10"]);
+    let cluster = started_cluster("privileges-grantee", &["pg_idgen.database = 'app'", "pg_idgen.segment_max_step = 10"]);
     let mut postgres = cluster.connect();
     postgres.batch_execute("CREATE ROLE owner LOGIN").unwrap();
     postgres.batch_execute("CREATE DATABASE app OWNER owner").unwrap();

@@ -37,7 +37,7 @@ fn total_waits(db: &mut Client, tag: &str) -> i64 {
 /// strictly increase; once the dynamic step has grown (warm), no call waits for a range.
 #[test]
 fn concurrent_clients_never_get_a_duplicate_and_never_wait_once_warm() {
-    let cluster = started_cluster("segment-concurrent", 54370, &[]);
+    let cluster = started_cluster("segment-concurrent", &[]);
     let mut db = cluster.connect();
     db.batch_execute("SELECT segment_create('t', step => 100)").unwrap();
     // Warm-up: the step doubles from 100 up to pg_idgen.segment_max_step (1,000,000).
@@ -56,7 +56,7 @@ fn concurrent_clients_never_get_a_duplicate_and_never_wait_once_warm() {
 /// Claim: numbers taken in a rolled-back transaction are never handed out again.
 #[test]
 fn rolled_back_numbers_are_never_seen_again() {
-    let cluster = started_cluster("segment-rollback", 54371, &[]);
+    let cluster = started_cluster("segment-rollback", &[]);
     let mut db = cluster.connect();
     db.batch_execute("SELECT segment_create('r', step => 10)").unwrap();
     let mut tx = db.transaction().unwrap();
@@ -71,7 +71,7 @@ fn rolled_back_numbers_are_never_seen_again() {
 /// handed out before the crash is handed out after it (the unused cached rest is a gap).
 #[test]
 fn a_crash_under_load_never_repeats_a_number() {
-    let cluster = started_cluster("segment-crash", 54372, &["pg_idgen.segment_max_step = 10000"]);
+    let cluster = started_cluster("segment-crash", &["pg_idgen.segment_max_step = 10000"]);
     cluster.connect().batch_execute("SELECT segment_create('c', step => 100)").unwrap();
     let received = |cluster: &Cluster, stop: Arc<AtomicBool>| -> Vec<thread::JoinHandle<Vec<i64>>> {
         (0..4)
@@ -119,21 +119,21 @@ fn a_crash_under_load_never_repeats_a_number() {
 /// greater than every number the old cluster handed out.
 #[test]
 fn numbers_after_dump_and_restore_are_greater() {
-    let old = started_cluster("segment-dump", 54373, &[]);
+    let old = started_cluster("segment-dump", &[]);
     let mut db = old.connect();
     db.batch_execute("SELECT segment_create('d', step => 100)").unwrap();
     let issued: i64 = db.query_one("SELECT max(segment_next('d')) FROM generate_series(1, 50000)", &[]).unwrap().get(0);
     let dump = old.dir.join("dump.sql");
-    let out = std::process::Command::new("/usr/lib/postgresql/15/bin/pg_dump")
+    let out = std::process::Command::new(pg_idgen_system_tests::bin("pg_dump"))
         .args(["-h", &old.socket_dir(), "-p", &old.port.to_string(), "-U", "postgres", "-f", dump.to_str().unwrap(), "postgres"])
         .output()
         .unwrap();
     assert!(out.status.success(), "pg_dump: {}", String::from_utf8_lossy(&out.stderr));
 
-    let new = Cluster::init("segment-restore", 54374);
+    let new = Cluster::init("segment-restore");
     new.configure(&["shared_preload_libraries = 'pg_idgen'"]);
     new.start();
-    let out = std::process::Command::new("/usr/lib/postgresql/15/bin/psql")
+    let out = std::process::Command::new(pg_idgen_system_tests::bin("psql"))
         .args(["-X", "-q", "-v", "ON_ERROR_STOP=1", "-h", &new.socket_dir(), "-p", &new.port.to_string(), "-U", "postgres"])
         .args(["-d", "postgres", "-f", dump.to_str().unwrap()])
         .output()
@@ -147,7 +147,7 @@ fn numbers_after_dump_and_restore_are_greater() {
 /// ranges keep succeeding.
 #[test]
 fn a_terminated_worker_comes_back() {
-    let cluster = started_cluster("segment-worker", 54375, &["pg_idgen.segment_max_step = 100"]);
+    let cluster = started_cluster("segment-worker", &["pg_idgen.segment_max_step = 100"]);
     let mut db = cluster.connect();
     db.batch_execute("SELECT segment_create('w', step => 100)").unwrap();
     db.batch_execute("SELECT count(segment_next('w')) FROM generate_series(1, 1000)").unwrap();
@@ -182,7 +182,6 @@ fn a_terminated_worker_comes_back() {
 fn a_locked_tag_table_is_survived_then_reported_then_recovered() {
     let cluster = started_cluster(
         "segment-lock",
-        54376,
         &["pg_idgen.segment_max_step = 1000", "pg_idgen.segment_wait_timeout = 2000"],
     );
     let mut db = cluster.connect();
@@ -221,7 +220,7 @@ fn a_locked_tag_table_is_survived_then_reported_then_recovered() {
 /// Claim: segment_next() in another database than pg_idgen.database says which one to use.
 #[test]
 fn another_database_is_told_which_one_serves_segments() {
-    let cluster = started_cluster("segment-otherdb", 54377, &[]);
+    let cluster = started_cluster("segment-otherdb", &[]);
     cluster.connect().batch_execute("CREATE DATABASE other").unwrap();
     let mut other = cluster.connect_to("other");
     other.batch_execute("CREATE EXTENSION pg_idgen").unwrap();
@@ -236,7 +235,7 @@ fn another_database_is_told_which_one_serves_segments() {
 /// per-session cache).
 #[test]
 fn an_empty_or_long_tag_as_a_sessions_first_call_is_refused_at_once() {
-    let cluster = started_cluster("segment-empty", 54390, &[]);
+    let cluster = started_cluster("segment-empty", &[]);
     for tag in ["", &"x".repeat(64)] {
         let outcome = outcome_within(&cluster, &format!("SELECT segment_next('{tag}')"), Duration::from_secs(10));
         assert_eq!(outcome.as_deref(), Some("22023"), "segment_next('{tag}')");
@@ -250,7 +249,7 @@ fn an_empty_or_long_tag_as_a_sessions_first_call_is_refused_at_once() {
 #[test]
 fn asynchronous_commit_settings_never_repeat_numbers_after_a_crash() {
     // Why wal_writer_delay: the WAL writer would otherwise flush the commit within 200 ms.
-    let cluster = started_cluster("segment-async", 54391, &["synchronous_commit = off", "wal_writer_delay = 10s"]);
+    let cluster = started_cluster("segment-async", &["synchronous_commit = off", "wal_writer_delay = 10s"]);
     cluster
         .connect()
         .batch_execute("ALTER DATABASE postgres SET synchronous_commit = off; ALTER ROLE postgres SET synchronous_commit = off")
@@ -275,7 +274,7 @@ fn asynchronous_commit_settings_never_repeat_numbers_after_a_crash() {
 /// (A range the worker had in flight for the old row may become a gap in the new one.)
 #[test]
 fn the_cache_never_outlives_its_row() {
-    let cluster = started_cluster("segment-follows", 54392, &["pg_idgen.max_tags = 2"]);
+    let cluster = started_cluster("segment-follows", &["pg_idgen.max_tags = 2"]);
     let mut taker = cluster.connect();
     let mut admin = cluster.connect();
     let removals = [
@@ -310,7 +309,7 @@ fn the_cache_never_outlives_its_row() {
 /// renamed, the worker still finds the table and allocates new ranges.
 #[test]
 fn max_id_moves_only_forward_and_the_worker_follows_the_table() {
-    let cluster = started_cluster("segment-max-id", 54393, &["pg_idgen.segment_max_step = 10"]);
+    let cluster = started_cluster("segment-max-id", &["pg_idgen.segment_max_step = 10"]);
     let mut db = cluster.connect();
     db.batch_execute("SELECT segment_create('m', step => 10)").unwrap();
     assert_eq!(take(&mut db, "m", 5), vec![1, 2, 3, 4, 5]);
@@ -337,7 +336,7 @@ fn churning_tags_never_repeat_or_cross_numbers() {
     const TAGS: i64 = 4;
     const WINDOW: i64 = 1_000_000_000;
     let cluster =
-        started_cluster("segment-churn", 54394, &["pg_idgen.max_tags = 6", "pg_idgen.segment_max_step = 5", "pg_idgen.segment_wait_timeout = 10000"]);
+        started_cluster("segment-churn", &["pg_idgen.max_tags = 6", "pg_idgen.segment_max_step = 5", "pg_idgen.segment_wait_timeout = 10000"]);
     let start_of = |tag: i64, renewal: i64| (tag * 100_000 + renewal) * WINDOW + 1;
     let renewal_of = |n: i64| ((n - 1) / WINDOW) % 100_000;
     let tag_of = |n: i64| (n - 1) / WINDOW / 100_000;
@@ -428,7 +427,7 @@ fn churning_tags_never_repeat_or_cross_numbers() {
 /// then fails at once like nextval() (2200H); meanwhile the worker logs no WARNING.
 #[test]
 fn a_tag_at_bigints_end_is_reported_like_a_sequence() {
-    let cluster = started_cluster("segment-end", 54395, &["pg_idgen.segment_max_step = 1000"]);
+    let cluster = started_cluster("segment-end", &["pg_idgen.segment_max_step = 1000"]);
     let mut db = cluster.connect();
     db.execute("SELECT segment_create('end', start => $1, step => 1000)", &[&(i64::MAX - 2500)]).unwrap();
     // Into the last range, then a pause: the worker's prefetch finds the end meanwhile, and the
@@ -452,7 +451,7 @@ fn a_tag_at_bigints_end_is_reported_like_a_sequence() {
 /// fails with 55P03 after pg_idgen.segment_wait_timeout (2 s), not when the lock goes.
 #[test]
 fn a_first_call_on_a_locked_table_honours_the_wait_timeout() {
-    let cluster = started_cluster("segment-first-lock", 54396, &["pg_idgen.segment_wait_timeout = 2000"]);
+    let cluster = started_cluster("segment-first-lock", &["pg_idgen.segment_wait_timeout = 2000"]);
     cluster.connect().batch_execute("SELECT segment_create('l')").unwrap();
     let mut locker = cluster.connect();
     locker.batch_execute("BEGIN; LOCK TABLE segment_tag IN ACCESS EXCLUSIVE MODE").unwrap();
@@ -468,7 +467,7 @@ fn a_first_call_on_a_locked_table_honours_the_wait_timeout() {
 /// getting new ranges: 100 ranges of another tag in under 5 s.
 #[test]
 fn a_locked_row_holds_up_only_its_own_tag() {
-    let cluster = started_cluster("segment-row-lock", 54397, &["pg_idgen.segment_max_step = 10"]);
+    let cluster = started_cluster("segment-row-lock", &["pg_idgen.segment_max_step = 10"]);
     let mut db = cluster.connect();
     db.batch_execute("SELECT segment_create('busy', step => 10); SELECT segment_create('free', step => 10)").unwrap();
     take(&mut db, "busy", 10);
@@ -488,7 +487,7 @@ fn a_locked_row_holds_up_only_its_own_tag() {
 /// pg_idgen.database alone: its cached numbers go on without a gap.
 #[test]
 fn dropping_a_tag_in_another_database_leaves_the_segment_database_alone() {
-    let cluster = started_cluster("segment-other-drop", 54398, &[]);
+    let cluster = started_cluster("segment-other-drop", &[]);
     let mut db = cluster.connect();
     db.batch_execute("SELECT segment_create('x')").unwrap();
     db.batch_execute("CREATE DATABASE other").unwrap();
@@ -504,7 +503,7 @@ fn dropping_a_tag_in_another_database_leaves_the_segment_database_alone() {
 /// not UTF-8 is refused with a clear error.
 #[test]
 fn tags_work_in_a_latin1_database() {
-    let cluster = started_cluster("segment-latin1", 54399, &["pg_idgen.database = 'latin'"]);
+    let cluster = started_cluster("segment-latin1", &["pg_idgen.database = 'latin'"]);
     cluster
         .connect()
         .batch_execute("CREATE DATABASE latin ENCODING 'LATIN1' LOCALE 'C' TEMPLATE template0")

@@ -10,7 +10,7 @@ const IDS_PER_CLIENT: i32 = 250_000;
 /// carries the node id and a time within 1 s of when it was made.
 #[test]
 fn concurrent_clients_never_get_a_duplicate() {
-    let cluster = started_cluster("concurrent", 54340, &["pg_idgen.node_id = 7"]);
+    let cluster = started_cluster("concurrent", &["pg_idgen.node_id = 7"]);
     generate_concurrently(&cluster, "ids", "snowflake_next()", "bigint", CLIENTS, IDS_PER_CLIENT);
 
     let mut db = cluster.connect();
@@ -26,7 +26,7 @@ fn concurrent_clients_never_get_a_duplicate() {
 /// Claim: an id taken by one backend after another backend took one is greater.
 #[test]
 fn order_holds_across_backends() {
-    let cluster = started_cluster("order", 54352, &["pg_idgen.node_id = 2"]);
+    let cluster = started_cluster("order", &["pg_idgen.node_id = 2"]);
     assert_cross_backend_order(&cluster, "snowflake_next()", "bigint", 10_000);
 }
 
@@ -34,7 +34,7 @@ fn order_holds_across_backends() {
 /// evenly over `id % 16`: no shard gets more than 1.5x or less than 0.5x its share.
 #[test]
 fn slowly_made_ids_spread_evenly_over_shards() {
-    let cluster = started_cluster("spread", 54341, &["pg_idgen.node_id = 3"]);
+    let cluster = started_cluster("spread", &["pg_idgen.node_id = 3"]);
     let mut db = cluster.connect();
     db.batch_execute(
         "CREATE TABLE slow (id bigint);
@@ -66,7 +66,7 @@ fn slowly_made_ids_spread_evenly_over_shards() {
 /// Claim: an invalid setting stops the server at start, with a message that names the setting.
 #[test]
 fn invalid_settings_stop_the_server_and_name_the_setting() {
-    let cluster = Cluster::init("settings", 54342);
+    let cluster = Cluster::init("settings");
     let cases: &[(&[&str], &str)] = &[
         (&["pg_idgen.node_id = 1024"], "invalid value for parameter \"pg_idgen.node_id\": \"1024\""),
         (&["pg_idgen.node_id = 'seven'"], "invalid value for parameter \"pg_idgen.node_id\": \"seven\""),
@@ -121,7 +121,7 @@ fn presets_and_overrides_shape_the_ids() {
         (&["pg_idgen.node_bits = 4", "pg_idgen.sequence_bits = 18", "pg_idgen.node_id = 9"], "twitter 41/4/18", 9),
     ];
     for (i, (settings, layout, node)) in cases.iter().enumerate() {
-        let cluster = started_cluster(&format!("preset{i}"), 54343 + i as u16, settings);
+        let cluster = started_cluster(&format!("preset{i}"), settings);
         let mut db = cluster.connect();
         let row = db.query_one("SELECT layout FROM pg_idgen_status()", &[]).unwrap();
         assert_eq!(row.get::<_, String>(0), *layout);
@@ -142,9 +142,9 @@ fn presets_and_overrides_shape_the_ids() {
 /// Claim: a hot standby refuses to generate any id (SQLSTATE 25006, like nextval()), but decodes.
 #[test]
 fn a_standby_refuses_to_generate_but_decodes() {
-    let primary = started_cluster("primary", 54350, &["pg_idgen.node_id = 1"]);
+    let primary = started_cluster("primary", &["pg_idgen.node_id = 1"]);
     let id: i64 = primary.connect().query_one("SELECT snowflake_next()", &[]).unwrap().get(0);
-    let standby = Cluster::standby_of("standby", 54351, &primary);
+    let standby = Cluster::standby_of("standby", &primary);
     standby.configure(&["shared_preload_libraries = 'pg_idgen'", "pg_idgen.node_id = 1"]);
     standby.start();
     let mut db = standby.connect();

@@ -2,9 +2,9 @@
 
 use std::process::Command;
 
-use pg_idgen_system_tests::{sqlstate, Client, Cluster, PG_BIN};
+use pg_idgen_system_tests::{bin, sqlstate, Client, Cluster};
 
-const CURRENT: &str = "0.3.0";
+const CURRENT: &str = "0.4.0";
 
 /// Every object of the extension as one line of text, sorted: functions with their result,
 /// volatility, strictness, parallel safety, privileges and comment; types, operators, casts,
@@ -61,27 +61,30 @@ fn extension_catalog(db: &mut Client) -> Vec<String> {
 }
 
 fn install_fixture(version: &str) {
-    let sharedir = Command::new(format!("{PG_BIN}/pg_config")).arg("--sharedir").output().unwrap();
+    let sharedir = Command::new(bin("pg_config")).arg("--sharedir").output().unwrap();
     let extension_dir = format!("{}/extension", String::from_utf8(sharedir.stdout).unwrap().trim());
     let script = format!("pg_idgen--{version}.sql");
     std::fs::copy(format!("{}/fixtures/{script}", env!("CARGO_MANIFEST_DIR")), format!("{extension_dir}/{script}"))
         .unwrap_or_else(|e| panic!("install the {version} script: {e}"));
 }
 
-/// Claim: a database that created pg_idgen 0.1.0 gets a clear error (55000, with the fix) from a
-/// function whose columns the new library changed. After `ALTER EXTENSION pg_idgen UPDATE`, from
-/// 0.1.0 and from 0.2.0 alike, the extension has the current version and exactly the objects of a
-/// fresh install — every function's declaration, privileges and comment, every type, operator,
-/// cast and operator class, the tag table's columns, constraints and triggers — and works.
+/// Claim: a database that created pg_idgen 0.1.0 keeps working with the new library before it
+/// updates: `pg_idgen_status()` as 0.1.0 declared it (10 of today's columns) returns its row; a
+/// declaration naming a column the library does not return gets a clear error (55000, with the
+/// fix). After `ALTER EXTENSION pg_idgen UPDATE`, from 0.1.0, 0.2.0 and 0.3.0 alike, the extension
+/// has the current version and exactly the objects of a fresh install — every function's
+/// declaration, privileges and comment, every type, operator, cast and operator class, the tag
+/// table's columns, constraints and triggers — and works.
 #[test]
 fn released_versions_update_to_the_current_objects() {
     install_fixture("0.1.0");
     install_fixture("0.2.0");
-    let cluster = Cluster::init("upgrade", 54388);
+    install_fixture("0.3.0");
+    let cluster = Cluster::init("upgrade");
     cluster.configure(&["shared_preload_libraries = 'pg_idgen'", "pg_idgen.node_id = 18"]);
     cluster.start();
     let mut db = cluster.connect();
-    for database in ["fresh", "from_0_1_0", "from_0_2_0"] {
+    for database in ["fresh", "from_0_1_0", "from_0_2_0", "from_0_3_0"] {
         db.batch_execute(&format!("CREATE DATABASE {database}")).unwrap();
     }
     let mut fresh = cluster.connect_to("fresh");
@@ -89,12 +92,20 @@ fn released_versions_update_to_the_current_objects() {
     let expected = extension_catalog(&mut fresh);
     assert!(expected.iter().any(|line| line.starts_with("trigger CREATE TRIGGER segment_tag_changed")), "{expected:#?}");
 
-    for version in ["0.1.0", "0.2.0"] {
+    for version in ["0.1.0", "0.2.0", "0.3.0"] {
         let mut old = cluster.connect_to(&format!("from_{}", version.replace('.', "_")));
         old.batch_execute(&format!("CREATE EXTENSION pg_idgen VERSION '{version}'")).unwrap();
         if version == "0.1.0" {
-            let error = old.query_one("SELECT * FROM pg_idgen_status()", &[]).expect_err("0.1.0 declares 10 columns");
+            let row = old.query_one("SELECT * FROM pg_idgen_status()", &[]).expect("0.1.0's declaration works");
+            assert_eq!((row.len(), row.get::<_, Option<i32>>("node_id")), (10, Some(18)), "0.1.0's ten columns");
+            old.batch_execute(
+                "CREATE FUNCTION future_status(OUT node_id int, OUT no_such_column int) RETURNS record
+                     AS 'pg_idgen', 'pg_idgen_status' LANGUAGE C",
+            )
+            .unwrap();
+            let error = old.query_one("SELECT * FROM future_status()", &[]).expect_err("a column the library does not make");
             assert_eq!(sqlstate(&error), "55000", "{error:?}");
+            old.batch_execute("DROP FUNCTION future_status()").unwrap();
             let hint = error.as_db_error().and_then(|e| e.hint()).unwrap_or_default().to_string();
             assert!(hint.contains("ALTER EXTENSION pg_idgen UPDATE"), "hint: {hint}");
         }

@@ -49,5 +49,16 @@ SELECT count(*) AS from_tomorrow FROM events WHERE id >= snowflake_min_id(now() 
 -- They read the server's layout, a setting: STABLE, not IMMUTABLE. Safe in parallel workers.
 SELECT p.oid::regprocedure, provolatile, proparallel, proisstrict
   FROM pg_proc AS p
- WHERE proname IN ('id_decode', 'snowflake_timestamp', 'snowflake_min_id')
- ORDER BY 1::text;
+ WHERE proname IN ('id_decode', 'snowflake_timestamp', 'snowflake_min_id', 'snowflake_min')
+ ORDER BY p.oid::regprocedure::text;  -- by name (ORDER BY 1 would sort by oid)
+
+-- The family grammar: snowflake_min is snowflake_min_id under the grammar's name.
+SELECT snowflake_min('2025-01-01 00:00:01+00') = snowflake_min_id('2025-01-01 00:00:01+00') AS same;
+SELECT sqlstate_of($$SELECT snowflake_min('2024-12-31')$$);
+
+-- uuid_v7_timestamp: the millisecond of a UUIDv7; any other UUID is an error.
+SELECT uuid_v7_timestamp('01936f2e-8c4b-7abc-8def-0123456789ab');
+SELECT uuid_v7_timestamp(uuid_v7_min('2026-01-02 03:04:05.678+00')) = '2026-01-02 03:04:05.678+00' AS round_trip;
+SELECT uuid_v7_timestamp(NULL) IS NULL AS null_in_null_out;
+SELECT sqlstate_of($$SELECT uuid_v7_timestamp('a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11')$$) AS version_4;
+SELECT uuid_v7_timestamp('a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11');

@@ -7,6 +7,7 @@ SET intervalstyle = 'postgres';
 SELECT snowflake_next();
 SELECT sqlstate_of('SELECT snowflake_next()');
 SELECT * FROM pg_idgen_status();
+SELECT * FROM pg_idgen_generators();
 
 SELECT * FROM id_decode(4194324522);
 SELECT snowflake_timestamp(4194324522);

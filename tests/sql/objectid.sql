@@ -89,3 +89,6 @@ SELECT p.oid::regprocedure, provolatile, proparallel
  WHERE proname IN ('objectid_gen', 'objectid_timestamp', 'objectid_min')
     OR (proname = 'id_decode' AND proargtypes[0] = 'objectid'::regtype)
  ORDER BY 1::text;
+
+-- objectid_next is the grammar's name for objectid_gen: one sequence of ObjectIds between them.
+SELECT objectid_gen() < objectid_next() AS next_after_gen, objectid_next() < objectid_gen() AS gen_after_next;

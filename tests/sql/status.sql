@@ -23,3 +23,13 @@ SELECT high_water_mark > clock_timestamp() AS mark_ahead_of_now,
        mark_advanced_at <= clock_timestamp() AS mark_advanced,
        clock_worker_pid IS NOT NULL AS clock_worker_runs
   FROM pg_idgen_status();
+
+-- One row per time-based family. last_made is the time of its last id since the start (NULL
+-- before the first); the floor and the high-water mark bound every id it hands out.
+SELECT family, time_unit, time_end, ids_per_second_cap FROM pg_idgen_generators() ORDER BY family;
+SELECT objectid_next() IS NOT NULL AS made, uuid_v7_next() IS NOT NULL AS made_too;
+SELECT family,
+       last_made <= clock_timestamp() AS last_made_not_ahead,
+       floor <= last_made AS floor_at_or_below_last,
+       high_water_mark > last_made AS mark_ahead_of_last
+  FROM pg_idgen_generators() ORDER BY family;

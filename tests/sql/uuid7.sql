@@ -42,6 +42,6 @@ SELECT count(*) AS last_hour FROM items WHERE id >= uuid_v7_min(now() - interval
 
 SELECT p.oid::regprocedure, provolatile, proparallel
   FROM pg_proc AS p
- WHERE proname IN ('uuid_v7_next', 'uuid_v7_min')
+ WHERE proname IN ('uuid_v7_next', 'uuid_v7_min', 'uuid_v7_timestamp')
     OR (proname = 'id_decode' AND proargtypes[0] = 'uuid'::regtype)
- ORDER BY 1::text;
+ ORDER BY p.oid::regprocedure::text;  -- by name (ORDER BY 1 would sort by oid)

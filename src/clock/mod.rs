@@ -1,7 +1,9 @@
 //! Time sources, the generators' clock, and conversions between Unix time and PostgreSQL's
 //! timestamp (µs since 2000).
 
-use std::sync::atomic::AtomicI64;
+pub mod tick;
+
+use std::sync::atomic::{AtomicI64, AtomicU64};
 use std::sync::atomic::Ordering::Relaxed;
 
 use pgrx::datum::TimestampWithTimeZone;
@@ -65,6 +67,18 @@ impl GeneratorClock {
     }
 }
 
+/// The wall-clock steps the clock worker has seen since the server started.
+#[repr(C)]
+pub struct ClockSteps {
+    pub backward_count: AtomicU64,
+    pub backward_max_us: AtomicU64,
+    pub forward_count: AtomicU64,
+    pub forward_max_us: AtomicU64,
+    /// `wall − monotonic` at the worker's last look (0 before the first): a worker started again
+    /// also sees the steps made while it was away.
+    pub(crate) last_offset_us: AtomicI64,
+}
+
 /// One reading of both clocks, taken close enough together to compare them.
 #[derive(Clone, Copy, Debug)]
 pub struct ClockPair {
@@ -75,6 +89,10 @@ pub struct ClockPair {
 impl ClockPair {
     /// Reads the wall clock between two monotonic reads, a few times, and keeps the tightest
     /// pair: a process descheduled between the reads would otherwise see a step that is not there.
+    /// Why the later monotonic read, not the midpoint: the offset is then never larger than the
+    /// true one, so the generator clock, raised to the largest offset seen, never runs ahead of
+    /// the wall clock by the reads' noise (a few µs, enough to stamp an id with the next second
+    /// just before that second begins).
     pub fn read() -> ClockPair {
         let mut best = (i64::MAX, ClockPair { wall_us: 0, monotonic_us: 0 });
         for _ in 0..8 {
@@ -82,7 +100,7 @@ impl ClockPair {
             let wall_us = wall_unix_micros();
             let after = monotonic_micros();
             if after - before < best.0 {
-                best = (after - before, ClockPair { wall_us, monotonic_us: before + (after - before) / 2 });
+                best = (after - before, ClockPair { wall_us, monotonic_us: after });
             }
             if best.0 <= 20 {
                 break;

@@ -26,7 +26,11 @@ use pgrx::pgrx_sql_entity_graph::metadata::{ArgumentError, ReturnsError, Returns
 use pgrx::prelude::*;
 
 use crate::c_function::c_functions;
-use crate::{clock, errors, segment};
+use super::slot::{retire_database, retire_tag, MAX_TAG_LEN};
+use crate::{clock, errors};
+
+// The tag table, its triggers and the trigger function (`pg_idgen_segment_tag_changed` below).
+pgrx::extension_sql_file!("table.sql", name = "segment_table");
 
 /// The text of an argument as its bytes, in the database's encoding: tags need not be UTF-8
 /// (pgrx's `&str` would refuse them in a LATIN1 database).
@@ -484,10 +488,10 @@ c_functions! {
         let trigger = &*(context as *const pg_sys::TriggerData);
         let relation = trigger.tg_relation;
         match trigger.tg_event & pg_sys::TRIGGER_EVENT_OPMASK {
-            pg_sys::TRIGGER_EVENT_TRUNCATE => segment::retire_database(pg_sys::MyDatabaseId),
+            pg_sys::TRIGGER_EVENT_TRUNCATE => retire_database(pg_sys::MyDatabaseId),
             pg_sys::TRIGGER_EVENT_DELETE => {
                 if let Some(tag) = attribute_bytes(relation, trigger.tg_trigtuple, c"tag") {
-                    segment::retire_tag(pg_sys::MyDatabaseId, &tag);
+                    retire_tag(pg_sys::MyDatabaseId, &tag);
                 }
             }
             pg_sys::TRIGGER_EVENT_UPDATE if !ALLOCATING.get() => {
@@ -510,7 +514,7 @@ c_functions! {
                 }
                 if old_tag != new_tag || old_max != new_max {
                     for tag in [old_tag, new_tag].into_iter().flatten() {
-                        segment::retire_tag(pg_sys::MyDatabaseId, &tag);
+                        retire_tag(pg_sys::MyDatabaseId, &tag);
                     }
                 }
             }
@@ -555,9 +559,31 @@ unsafe extern "C-unwind" fn on_object_access(
         }
         let ours = pg_sys::get_extension_oid(c"pg_idgen".as_ptr(), true);
         if ours != pg_sys::InvalidOid && pg_sys::getExtensionOfObject(pg_sys::RelationRelationId, object_id) == ours {
-            segment::retire_database(pg_sys::MyDatabaseId);
+            retire_database(pg_sys::MyDatabaseId);
         }
     }
+}
+
+/// Tags are 1 to 63 bytes: checked before any lookup.
+pub fn check_tag_name(tag: &[u8]) {
+    if tag.is_empty() || tag.len() > MAX_TAG_LEN {
+        errors::raise(
+            PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+            format!("invalid segment tag \"{}\"", display(&tag[..tag.len().min(80)])),
+            Some(format!("A tag is 1 to {MAX_TAG_LEN} bytes long, not {}.", tag.len())),
+            None,
+        )
+    }
+}
+
+#[cold]
+pub(super) fn unknown_tag(tag: &[u8], detail: &str) -> ! {
+    errors::raise(
+        PgSqlErrorCode::ERRCODE_UNDEFINED_OBJECT,
+        format!("segment tag \"{}\" does not exist", display(tag)),
+        Some(detail.into()),
+        Some("Create it with segment_create(tag)."),
+    )
 }
 
 #[cfg(any(test, feature = "pg_test"))]

@@ -21,8 +21,9 @@ use pgrx::bgworkers::{BackgroundWorker, BackgroundWorkerBuilder, SignalWakeFlags
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 
-use crate::segment::{self, Need, Outcome};
-use crate::segment_table;
+use super::ranges::{self, Outcome};
+use super::source::{LocalTable, RangeSource};
+use super::table;
 use crate::{settings, shmem};
 
 /// How long the worker sleeps when nobody asks for anything; it samples rates this often too.
@@ -101,22 +102,23 @@ pub extern "C-unwind" fn pg_idgen_worker_main(_arg: pg_sys::Datum) {
     }
     log!("pg_idgen worker started; it allocates segment ranges in database \"{database}\"");
     let mut sampled_second = 0;
+    let mut source = LocalTable;
     loop {
-        for need in segment::needs(database_oid) {
-            let outcome = allocate(&need);
-            if segment::publish(&need, &outcome) {
+        for need in ranges::needs(database_oid) {
+            let outcome = source.allocate(&need);
+            if ranges::publish(&need, &outcome) {
                 if let Outcome::Failed(message) = &outcome {
                     warning!(
                         "pg_idgen worker: could not allocate a range for segment tag \"{}\": {message} ({} attempts failed in a row; retrying)",
-                        segment_table::display(&need.tag),
-                        segment::failures(need.index)
+                        table::display(&need.tag),
+                        ranges::failures(need.index)
                     );
                 }
             }
             // Why after each tag: a waiting call need not wait for the other tags' allocations.
             unsafe { pg_sys::ConditionVariableBroadcast(state.segment_loaded()) };
         }
-        segment::sample_rates(&mut sampled_second);
+        ranges::sample_rates(&mut sampled_second);
         if !BackgroundWorker::wait_latch(Some(IDLE_WAKEUP)) {
             break;
         }
@@ -128,57 +130,4 @@ pub extern "C-unwind" fn pg_idgen_worker_main(_arg: pg_sys::Datum) {
     // Why exit code 1: code 0 would unregister the worker for good, also after
     // pg_terminate_backend; 1 makes the postmaster start it again after the restart time.
     unsafe { pg_sys::proc_exit(1) };
-}
-
-/// Allocates the next range of a tag in a committed, flushed transaction. An error (a lock, most
-/// often) is caught and the transaction rolled back: the worker keeps serving other tags.
-fn allocate(need: &Need) -> Outcome {
-    PgTryBuilder::new(|| allocate_in_transaction(need))
-        .catch_others(|error| {
-            unsafe { pg_sys::AbortCurrentTransaction() };
-            let message = match &error {
-                pg_sys::panic::CaughtError::PostgresError(report)
-                | pg_sys::panic::CaughtError::ErrorReport(report)
-                | pg_sys::panic::CaughtError::RustPanic { ereport: report, .. } => report.message().to_string(),
-            };
-            Outcome::Failed(message)
-        })
-        .execute()
-}
-
-fn allocate_in_transaction(need: &Need) -> Outcome {
-    let outcome = BackgroundWorker::transaction(|| {
-        let Some(table) = segment_table::tag_table_oid() else {
-            return Outcome::NoTag; // the extension is gone from this database
-        };
-        // Every object qualified; the range is clamped at bigint's end, where it ends empty.
-        // ONLY: no table inheriting from it may take part (only its owner could attach one).
-        const ALLOCATE: &str = "UPDATE ONLY {table} AS t
-                SET max_id = t.max_id OPERATOR(pg_catalog.+) r.len, updated_at = pg_catalog.now()
-               FROM (SELECT s.tag,
-                            LEAST(GREATEST($2, s.step::pg_catalog.int8),
-                                  9223372036854775807::pg_catalog.int8 OPERATOR(pg_catalog.-) s.max_id) AS len
-                       FROM ONLY {table} AS s
-                      WHERE s.tag OPERATOR(pg_catalog.=) $1
-                        FOR UPDATE NOWAIT) AS r
-              WHERE t.tag OPERATOR(pg_catalog.=) r.tag
-          RETURNING t.max_id, r.len";
-        let args = [segment_table::text_arg(&need.tag), (need.step as i64).into()];
-        let row = segment_table::run_on_tag_table(table, ALLOCATE, |sql| {
-            segment_table::as_allocation(|| Spi::get_two_with_args::<i64, i64>(sql, &args))
-        });
-        match row {
-            Err(message) => Outcome::Failed(message),
-            Ok(Ok((Some(_), Some(0)))) => Outcome::Exhausted,
-            Ok(Ok((Some(max_id), Some(len)))) => Outcome::Range(max_id - len + 1, len as u64),
-            Ok(_) => Outcome::NoTag,
-        }
-    });
-    if let Outcome::Range(..) = outcome {
-        // The commit record must be on disk before any number of the range is handed out, even
-        // if synchronous_commit was off for this transaction.
-        // SAFETY: XactLastCommitEnd is this process's last commit record, just written.
-        unsafe { pg_sys::XLogFlush(pg_sys::XactLastCommitEnd) };
-    }
-    outcome
 }

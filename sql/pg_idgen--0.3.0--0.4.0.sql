@@ -1,0 +1,35 @@
+-- pg_idgen 0.3.0 -> 0.4.0: one naming grammar for every family (<family>_next, <family>_timestamp,
+-- <family>_min; the old names stay), and the time-based families as rows. The library of 0.4.0
+-- also serves the declarations of 0.3.0 unchanged until this script has run.
+\echo Use "ALTER EXTENSION pg_idgen UPDATE TO '0.4.0'" to load this file. \quit
+
+CREATE FUNCTION objectid_next() RETURNS objectid
+    AS 'MODULE_PATHNAME', 'pg_idgen_objectid_gen' LANGUAGE C VOLATILE PARALLEL SAFE;
+COMMENT ON FUNCTION objectid_next() IS
+    'Next ObjectId (current BSON spec) of this server: unique, greater than every ObjectId it made before.';
+COMMENT ON FUNCTION objectid_gen() IS
+    'The same as objectid_next(), under its name before version 0.4.0.';
+
+CREATE FUNCTION snowflake_min(ts timestamptz) RETURNS bigint
+    AS 'MODULE_PATHNAME', 'snowflake_min_id_wrapper' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_min(timestamptz) IS
+    'Smallest snowflake id made at or after a time, for WHERE id >= snowflake_min(...) range scans.';
+COMMENT ON FUNCTION snowflake_min_id(timestamptz) IS
+    'The same as snowflake_min(), under its name before version 0.4.0.';
+
+CREATE FUNCTION uuid_v7_timestamp(id uuid) RETURNS timestamptz
+    AS 'MODULE_PATHNAME', 'uuid_v7_timestamp_wrapper' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION uuid_v7_timestamp(uuid) IS
+    'The millisecond a UUIDv7 was made.';
+
+CREATE FUNCTION pg_idgen_generators() RETURNS TABLE (
+        family text,
+        time_unit interval,
+        time_end timestamptz,
+        ids_per_second_cap bigint,
+        last_made timestamptz,
+        floor timestamptz,
+        high_water_mark timestamptz)
+    AS 'MODULE_PATHNAME', 'pg_idgen_generators_wrapper' LANGUAGE C VOLATILE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION pg_idgen_generators() IS
+    'One row per time-based id family: time unit, end of its time, ids/s cap, time of the last id made, floor, persisted high-water mark.';

@@ -1,0 +1,52 @@
+//! Segment numbers (Leaf-segment): dense, increasing numbers per tag, served from ranges cached
+//! in shared memory and obtained only by the background worker, from a range source (the local
+//! tag table: committed and flushed transactions of its own).
+//!
+//! Where things are:
+//! - `slot`: a tag's cache in shared memory and its lock protocol (below);
+//! - `next`: the hot path, `segment_next()`;
+//! - `tags`: `segment_create()`, `segment_drop()`;
+//! - `table`: the tag table as pg_idgen reaches it (lookups, guarded SQL, trigger, drop hook);
+//! - `ranges`: the worker's side of the slots (what is wanted, publishing what was obtained);
+//! - `source`: where ranges come from (`RangeSource`; the local table today);
+//! - `worker`: the background worker that connects them;
+//! - `status`: `segment_status()`.
+//!
+//! Each tag in use has a slot with two ranges. The slot's `cursor` is `generation << 32 |
+//! offset`; a call takes the next offset by one `fetch_add` and reads range `generation` from
+//! `ranges[generation % 2]`. When a set share of a range is used, the worker is asked (latch) to
+//! load range `generation + 1` into the other cell; when a range is used up, the call that finds
+//! it so switches the cursor to the next generation under the LWLock. Only when the next range is
+//! not loaded yet does a call wait, on a condition variable.
+//!
+//! Why ranges are never allocated by the caller: a range allocated in the caller's transaction
+//! could be rolled back after its numbers were handed out, and handed out again.
+//!
+//! ## Who writes what
+//!
+//! | field | written by | protection |
+//! |---|---|---|
+//! | `version` | take, retire, drop, exhaust | the lock; odd while the slot changes, even when stable |
+//! | `state`, `database`, `tag` | take, retire, drop, exhaust | the lock; readers check `version` |
+//! | `cursor` | every call (`fetch_add`); switch and take (store) | atomic; stores under the lock |
+//! | `ranges` | the worker's publish; take | the lock; readers check each cell's generation |
+//! | `step`, `last_load_ms`, `issued_before` | publish, switch | the lock |
+//! | `want_next` | calls set it, publish clears it | atomic flag |
+//! | `end_generation` | publish (the tag is at bigint's end), take | the lock |
+//! | `failures`, `retry_at_ms`, `warned_at_ms` | the worker only | single writer |
+//! | `waits`, `history_*` | calls, the worker | atomic counters, approximate |
+//!
+//! A call reads `version`, takes its offset and reads the range, then reads `version` again: if
+//! it changed, the slot was retired or given to another tag meanwhile, and the number taken is
+//! dropped (a gap). Versions only grow, so a (version, generation) pair never names two ranges.
+
+mod next;
+mod ranges;
+mod slot;
+mod source;
+mod status;
+pub mod table;
+mod tags;
+pub mod worker;
+
+pub use slot::{init_slots, slots_size};

@@ -1,0 +1,281 @@
+//! The hot path: `segment_next()` takes a number from its tag's slot with one `fetch_add`, and
+//! only when a range is used up switches to the next one or waits for the worker.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::sync::atomic::{fence, Ordering};
+
+use pgrx::pg_sys;
+use pgrx::prelude::*;
+
+use super::slot::{slots, Slot, SlotLock, DROPPED, FREE, LAST_GENERATION, OFFSET_BITS, OFFSET_MASK, OFFSET_REPAIR_AT};
+use super::table::{self, check_tag_name, display, unknown_tag, TextBytes};
+use crate::{clock, errors, settings, shmem};
+
+thread_local! {
+    /// This backend's map from tag to (slot index, slot version).
+    static LOOKUP: RefCell<HashMap<Vec<u8>, (usize, u64)>> = RefCell::new(HashMap::new());
+    /// The last tag looked up, checked first: most statements draw from one tag, and comparing
+    /// bytes is cheaper than hashing them.
+    static LAST: RefCell<Option<(Vec<u8>, usize, u64)>> = const { RefCell::new(None) };
+    /// This backend is connected to pg_idgen.database (checked once).
+    static RIGHT_DATABASE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+#[pg_extern(volatile, parallel_safe)]
+/// The next number of a segment tag: unique and increasing per tag, served from shared memory.
+fn segment_next(tag: TextBytes) -> i64 {
+    let tag = tag.0;
+    check_tag_name(tag);
+    let state = shmem::shared();
+    errors::refuse_during_recovery("segment_next()");
+    require_worker_database();
+    let slots = slots();
+    let mut deadline = Deadline(None);
+    let mut first = true;
+    loop {
+        if !first {
+            pgrx::check_for_interrupts!();
+        }
+        first = false;
+        let (index, version) = lookup(tag, &mut deadline);
+        let slot = &slots[index];
+        if slot.version.load(Ordering::Acquire) != version {
+            forget_lookup(tag);
+            continue;
+        }
+        let cursor = slot.cursor.fetch_add(1, Ordering::AcqRel);
+        let (generation, offset) = (cursor >> OFFSET_BITS, cursor & OFFSET_MASK);
+        let range = slot.ranges[generation as usize % 2].read(generation);
+        // The closing read of the seqlock: the slot is still the one looked up, so the offset and
+        // the range belong to this tag. Otherwise the number taken is a gap.
+        fence(Ordering::Acquire);
+        if slot.version.load(Ordering::Relaxed) != version {
+            forget_lookup(tag);
+            continue;
+        }
+        if let Some((start, len)) = range {
+            if offset < len {
+                if offset == prefetch_offset(len) {
+                    slot.want_next.store(true, Ordering::Release);
+                    wake_worker(state);
+                }
+                return start + offset as i64;
+            }
+        }
+        switch_or_wait(slot, tag, version, generation, offset, &mut deadline);
+    }
+}
+
+pgrx::extension_sql!(
+    r#"
+COMMENT ON FUNCTION segment_next(text) IS
+    'Next number of a segment tag: unique and increasing per tag, served from ranges cached in shared memory.';
+"#,
+    name = "segment_next",
+    requires = [segment_next]
+);
+
+/// When a call must give up waiting (for a range, or a locked table): `pg_idgen.segment_wait_timeout`
+/// after it first had to wait. Why not from the call's start: reading the clock on every call
+/// would cost the hot path more than the rest of it.
+struct Deadline(Option<i64>);
+
+impl Deadline {
+    fn ms(&mut self) -> i64 {
+        *self.0.get_or_insert_with(|| clock::monotonic_millis() + settings::config().segments.wait_timeout_ms as i64)
+    }
+}
+
+/// The slot index and version of a tag, from this backend's caches or by registering it.
+#[inline]
+fn lookup(tag: &[u8], deadline: &mut Deadline) -> (usize, u64) {
+    let hit = LAST.with(|last| last.borrow().as_ref().and_then(|(t, index, version)| (t == tag).then_some((*index, *version))));
+    hit.unwrap_or_else(|| {
+        let found = LOOKUP.with(|l| l.borrow().get(tag).copied()).unwrap_or_else(|| register(tag, deadline.ms()));
+        LAST.with(|last| *last.borrow_mut() = Some((tag.to_vec(), found.0, found.1)));
+        found
+    })
+}
+
+#[cold]
+fn forget_lookup(tag: &[u8]) {
+    LOOKUP.with(|l| l.borrow_mut().remove(tag));
+    LAST.with(|last| *last.borrow_mut() = None);
+}
+
+/// The offset whose taking asks for the next range.
+fn prefetch_offset(len: u64) -> u64 {
+    len * settings::config().segments.prefetch_percent / 100
+}
+
+fn wake_worker(state: &shmem::SharedState) {
+    let latch = state.worker_latch.load(Ordering::Acquire);
+    if !latch.is_null() {
+        // SAFETY: the worker clears the pointer before its latch goes away.
+        unsafe { pg_sys::SetLatch(latch) };
+    }
+}
+
+/// Range `generation` is used up or not loaded yet: switch to the next one if it is there,
+/// else ask the worker and wait for it.
+#[cold]
+fn switch_or_wait(slot: &Slot, tag: &[u8], version: u64, generation: u64, offset: u64, deadline: &mut Deadline) {
+    let state = shmem::shared();
+    {
+        let _lock = SlotLock::exclusive();
+        if slot.version.load(Ordering::Acquire) != version || slot.generation() != generation {
+            return; // retired, or another call switched already: retry
+        }
+        let len = slot.ranges[generation as usize % 2].read(generation).map_or(0, |(_, len)| len);
+        if offset >= OFFSET_REPAIR_AT {
+            // Every offset past `len` is a miss: setting it back loses nothing.
+            slot.cursor.store((generation << OFFSET_BITS) | len, Ordering::Release);
+        }
+        if slot.ranges[(generation + 1) as usize % 2].read(generation + 1).is_some() {
+            if generation + 1 > LAST_GENERATION {
+                slot.set_state(FREE); // a new slot starts at generation 0 (a gap)
+                return;
+            }
+            slot.issued_before.fetch_add(len, Ordering::Relaxed);
+            slot.cursor.store((generation + 1) << OFFSET_BITS, Ordering::Release);
+            return;
+        }
+        if slot.end_generation.load(Ordering::Acquire) == generation + 1 {
+            drop(_lock);
+            exhausted(tag);
+        }
+        slot.want_next.store(true, Ordering::Release);
+    }
+    wake_worker(state);
+    wait_for_range(slot, tag, version, generation, deadline.ms());
+}
+
+/// Waits until the worker loaded range `generation + 1` or the slot changed, honouring cancel and
+/// statement_timeout, at most until the call's deadline (`pg_idgen.segment_wait_timeout`).
+fn wait_for_range(slot: &Slot, tag: &[u8], version: u64, generation: u64, deadline_ms: i64) {
+    let state = shmem::shared();
+    slot.waits.fetch_add(1, Ordering::Relaxed);
+    let cv = state.segment_loaded();
+    // SAFETY: the condition variable lives in shared memory; every exit cancels the sleep.
+    unsafe { pg_sys::ConditionVariablePrepareToSleep(cv) };
+    let ready = || {
+        slot.version.load(Ordering::Acquire) != version
+            || slot.generation() != generation
+            || slot.ranges[(generation + 1) as usize % 2].read(generation + 1).is_some()
+            || slot.end_generation.load(Ordering::Acquire) == generation + 1
+    };
+    while !ready() {
+        let remaining = deadline_ms - clock::monotonic_millis();
+        if remaining <= 0 {
+            unsafe { pg_sys::ConditionVariableCancelSleep() };
+            no_range_in_time(state, tag);
+        }
+        wake_worker(state);
+        // Wakes on the worker's broadcast, a timeout, or an interrupt (it checks for those).
+        unsafe { pg_sys::ConditionVariableTimedSleep(cv, remaining.min(100) as _, pg_sys::PG_WAIT_EXTENSION) };
+    }
+    unsafe { pg_sys::ConditionVariableCancelSleep() };
+    // What the worker found instead of a range: say so, rather than look the tag up again.
+    let (dropped, at_end) = {
+        let _lock = SlotLock::shared();
+        let mine = slot.holds(unsafe { pg_sys::MyDatabaseId }, tag);
+        (
+            mine && slot.state.load(Ordering::Acquire) == DROPPED,
+            slot.version.load(Ordering::Acquire) == version && slot.end_generation.load(Ordering::Acquire) == generation + 1,
+        )
+    };
+    if dropped {
+        unknown_tag(
+            tag,
+            "The worker does not find it in the tag table: it was dropped, or it was created in a transaction that has not committed yet.",
+        );
+    }
+    if at_end {
+        exhausted(tag);
+    }
+}
+
+#[cold]
+fn no_range_in_time(state: &shmem::SharedState, tag: &[u8]) -> ! {
+    let timeout_ms = settings::config().segments.wait_timeout_ms;
+    let tag = display(tag);
+    if state.worker_latch.load(Ordering::Acquire).is_null() {
+        errors::raise(
+            PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+            format!("segment tag \"{tag}\" has no numbers left in shared memory, and the pg_idgen worker is not running"),
+            Some(format!("The call waited pg_idgen.segment_wait_timeout ({timeout_ms} ms) for the worker to load a range.")),
+            Some("The worker restarts by itself within a second after an error; the server log says why it stopped."),
+        )
+    }
+    errors::raise(
+        PgSqlErrorCode::ERRCODE_LOCK_NOT_AVAILABLE,
+        format!("segment tag \"{tag}\" has no numbers left in shared memory, and the worker could not load a range in time"),
+        Some(format!(
+            "The call waited pg_idgen.segment_wait_timeout ({timeout_ms} ms). The worker allocates ranges by updating the tag table in database \"{}\": it may be locked, or the database unreachable.",
+            settings::config().segments.database
+        )),
+        Some("Look for sessions holding locks on the tag table (pg_locks), and at the server log."),
+    )
+}
+
+#[cold]
+fn exhausted(tag: &[u8]) -> ! {
+    errors::raise(
+        PgSqlErrorCode::ERRCODE_SEQUENCE_GENERATOR_LIMIT_EXCEEDED,
+        format!("segment_next: reached maximum value of segment tag \"{}\" ({})", display(tag), i64::MAX),
+        Some("Every number up to bigint's end has been allocated.".into()),
+        None,
+    )
+}
+
+/// Segment tags live in the database the worker connects to; calls from another would never
+/// get a range.
+fn require_worker_database() {
+    if RIGHT_DATABASE.get() {
+        return;
+    }
+    let database = &settings::config().segments.database;
+    // SAFETY: get_database_name returns a palloc'd name, or NULL for a database just dropped.
+    let here = unsafe { pg_sys::get_database_name(pg_sys::MyDatabaseId) };
+    let here = if here.is_null() { String::new() } else { unsafe { std::ffi::CStr::from_ptr(here) }.to_string_lossy().into_owned() };
+    if here.as_bytes() != database.as_bytes() {
+        errors::raise(
+            PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+            format!("segment_next() works only in database \"{database}\", not in \"{here}\""),
+            Some("The pg_idgen worker connects to pg_idgen.database and allocates ranges from the tag table there.".into()),
+            Some("Call it from that database, or set pg_idgen.database and restart the server."),
+        )
+    }
+    RIGHT_DATABASE.set(true);
+}
+
+/// Finds or takes the slot of a tag that exists in the tag table; an unknown tag takes none.
+#[cold]
+fn register(tag: &[u8], deadline_ms: i64) -> (usize, u64) {
+    if !table::tag_exists(tag, deadline_ms) {
+        unknown_tag(tag, "It is not in the tag table.");
+    }
+    let database = unsafe { pg_sys::MyDatabaseId };
+    let slots = slots();
+    let found = {
+        let _lock = SlotLock::exclusive();
+        match slots.iter().position(|s| s.holds(database, tag) && s.state.load(Ordering::Acquire) != DROPPED) {
+            Some(index) => Some(index),
+            None => slots.iter().position(|s| matches!(s.state.load(Ordering::Acquire), FREE | DROPPED)).inspect(|&free| {
+                slots[free].take(database, tag);
+            }),
+        }
+        .map(|index| (index, slots[index].version.load(Ordering::Acquire)))
+    };
+    let Some((index, version)) = found else {
+        errors::raise(
+            PgSqlErrorCode::ERRCODE_CONFIGURATION_LIMIT_EXCEEDED,
+            format!("no shared-memory slot left for segment tag \"{}\"", display(tag)),
+            Some(format!("All pg_idgen.max_tags ({}) slots hold tags in use since the server started.", slots.len())),
+            Some("Raise pg_idgen.max_tags and restart the server, or drop tags that are no longer used."),
+        )
+    };
+    LOOKUP.with(|l| l.borrow_mut().insert(tag.to_vec(), (index, version)));
+    (index, version)
+}

@@ -1,0 +1,132 @@
+//! The worker's side of the slots: which ranges are wanted now, and publishing what the range
+//! source gave for them.
+
+use std::sync::atomic::Ordering;
+
+use pgrx::pg_sys;
+
+use super::slot::{slots, SlotLock, ACTIVE, DROPPED, HISTORY};
+use crate::{clock, settings};
+
+/// What the worker must load for one slot now.
+pub struct Need {
+    pub index: usize,
+    pub version: u64,
+    pub generation: u64,
+    pub tag: Vec<u8>,
+    pub step: u64,
+}
+
+/// What the worker found for a slot.
+pub enum Outcome {
+    /// A range it allocated, committed and flushed.
+    Range(i64, u64),
+    /// The tag's row is gone.
+    NoTag,
+    /// The tag is at bigint's end: there is no range `generation`.
+    Exhausted,
+    /// The allocation failed (a lock, …); the message is for the log.
+    Failed(String),
+}
+
+/// How long the worker leaves a tag alone after failed allocations: doubling from 100 ms to 5 s.
+fn backoff_ms(failures: u32) -> i64 {
+    (100i64 << failures.saturating_sub(1).min(6)).min(5000)
+}
+
+/// Slots of `database` whose next range is wanted, not loaded yet, and not in a backoff.
+pub fn needs(database: pg_sys::Oid) -> Vec<Need> {
+    let config = &settings::config().segments;
+    let now_ms = clock::monotonic_millis();
+    let _lock = SlotLock::shared();
+    let mut needs = Vec::new();
+    for (index, slot) in slots().iter().enumerate() {
+        if !slot.serves(database) {
+            continue;
+        }
+        let wanted = slot.generation() + 1;
+        if !slot.want_next.load(Ordering::Acquire)
+            || slot.ranges[wanted as usize % 2].read(wanted).is_some()
+            || wanted >= slot.end_generation.load(Ordering::Acquire)
+            || slot.retry_at_ms.load(Ordering::Relaxed) > now_ms
+        {
+            continue;
+        }
+        // Leaf's dynamic step: ranges that go fast grow, ranges that last shrink.
+        let previous = slot.step.load(Ordering::Relaxed);
+        let since_last_load_ms = now_ms - slot.last_load_ms.load(Ordering::Relaxed);
+        let step = if previous == 0 {
+            0 // the first range: the tag's own step
+        } else if (since_last_load_ms as u64) < config.fast_range_ms {
+            (previous * 2).min(config.max_step)
+        } else if (since_last_load_ms as u64) > config.slow_range_ms {
+            previous / 2
+        } else {
+            previous
+        };
+        needs.push(Need { index, version: slot.version.load(Ordering::Acquire), generation: wanted, tag: slot.tag(), step });
+    }
+    needs
+}
+
+/// Publishes what the worker found for a slot, unless the slot changed meanwhile. A failure
+/// sets the slot's backoff and says whether it is time to log it (at most every 10 s a tag).
+pub fn publish(need: &Need, outcome: &Outcome) -> bool {
+    let slot = &slots()[need.index];
+    let now_ms = clock::monotonic_millis();
+    let _lock = SlotLock::exclusive();
+    if slot.version.load(Ordering::Acquire) != need.version {
+        return false;
+    }
+    match *outcome {
+        Outcome::Range(start, len) => {
+            slot.ranges[need.generation as usize % 2].write(need.generation, start, len);
+            slot.step.store(len, Ordering::Relaxed);
+            slot.last_load_ms.store(now_ms, Ordering::Relaxed);
+            slot.want_next.store(false, Ordering::Release);
+            slot.failures.store(0, Ordering::Relaxed);
+            false
+        }
+        Outcome::NoTag => {
+            slot.set_state(DROPPED);
+            false
+        }
+        Outcome::Exhausted => {
+            // Only past the ranges already loaded: calls go on with those first.
+            slot.end_generation.store(need.generation, Ordering::Release);
+            slot.want_next.store(false, Ordering::Release);
+            false
+        }
+        Outcome::Failed(_) => {
+            let failures = slot.failures.fetch_add(1, Ordering::Relaxed) + 1;
+            slot.retry_at_ms.store(now_ms + backoff_ms(failures), Ordering::Relaxed);
+            let warn = now_ms - slot.warned_at_ms.load(Ordering::Relaxed) >= 10_000 || failures == 1;
+            if warn {
+                slot.warned_at_ms.store(now_ms, Ordering::Relaxed);
+            }
+            warn
+        }
+    }
+}
+
+/// Failed allocations in a row of a slot (for the worker's log line).
+pub fn failures(index: usize) -> u32 {
+    slots()[index].failures.load(Ordering::Relaxed)
+}
+
+/// Records each active slot's issued count, once a second, for ids/s over the last minute.
+/// `last_second` is the caller's record of the last second sampled.
+pub fn sample_rates(last_second: &mut i64) {
+    let second = clock::wall_unix_micros() / 1_000_000;
+    if second == *last_second {
+        return;
+    }
+    *last_second = second;
+    for slot in slots() {
+        if slot.state.load(Ordering::Acquire) == ACTIVE {
+            let i = second as usize % HISTORY;
+            slot.history_issued[i].store(slot.issued(), Ordering::Relaxed);
+            slot.history_second[i].store(second, Ordering::Relaxed);
+        }
+    }
+}

@@ -1,0 +1,252 @@
+//! A tag's cache in shared memory: its slot, the two range cells, and the lock that guards
+//! changing them. The protocol is stated once, in `segment` (mod.rs).
+
+use std::sync::atomic::{fence, AtomicBool, AtomicI64, AtomicU32, AtomicU64, AtomicU8, Ordering};
+
+use pgrx::pg_sys;
+
+use crate::settings;
+use crate::shmem::{self, CacheLine};
+
+/// Tags are 1 to 63 bytes.
+pub const MAX_TAG_LEN: usize = 63;
+pub(super) const OFFSET_BITS: u32 = 32;
+pub(super) const OFFSET_MASK: u64 = (1 << OFFSET_BITS) - 1;
+/// An offset this large is past every range (ranges hold under 2^31 numbers): the slow path sets
+/// it back, so calls that keep missing cannot carry it into the generation.
+pub(super) const OFFSET_REPAIR_AT: u64 = 1 << 31;
+/// The last generation a slot may reach; the switch past it retires the slot (a gap) instead.
+pub(super) const LAST_GENERATION: u64 = (1 << 32) - 2;
+/// `RangeCell::generation` while the cell is empty or being written.
+pub(super) const NO_GENERATION: u64 = u64::MAX;
+/// Samples of the issued count, one a second, for ids/s over the last minute.
+pub(super) const HISTORY: usize = 64;
+
+pub(super) const FREE: u32 = 0;
+pub(super) const ACTIVE: u32 = 1;
+/// The worker found no row for the tag: calls waiting for it get 42704.
+pub(super) const DROPPED: u32 = 2;
+
+/// One range `[start, start + len)`, valid for cursor generation `generation`.
+#[repr(C)]
+pub struct RangeCell {
+    pub(super) generation: AtomicU64,
+    pub(super) start: AtomicI64,
+    pub(super) len: AtomicU64,
+}
+
+impl RangeCell {
+    /// The range, if the cell holds generation `generation` (a seqlock read: the worker may be
+    /// rewriting a cell that a slow reader still looks at).
+    #[inline]
+    pub(super) fn read(&self, generation: u64) -> Option<(i64, u64)> {
+        if self.generation.load(Ordering::Acquire) != generation {
+            return None;
+        }
+        let start = self.start.load(Ordering::Relaxed);
+        let len = self.len.load(Ordering::Relaxed);
+        fence(Ordering::Acquire);
+        (self.generation.load(Ordering::Relaxed) == generation).then_some((start, len))
+    }
+
+    /// Publishes a range. Under the lock.
+    pub(super) fn write(&self, generation: u64, start: i64, len: u64) {
+        self.generation.store(NO_GENERATION, Ordering::Relaxed);
+        fence(Ordering::Release);
+        self.start.store(start, Ordering::Relaxed);
+        self.len.store(len, Ordering::Relaxed);
+        self.generation.store(generation, Ordering::Release);
+    }
+}
+
+/// A tag's cache in shared memory.
+#[repr(C)]
+pub struct Slot {
+    /// Taken by fetch_add on every call, so on a cache line of its own.
+    pub(super) cursor: CacheLine<AtomicU64>,
+    pub(super) ranges: [RangeCell; 2],
+    pub(super) version: AtomicU64,
+    pub(super) state: AtomicU32,
+    pub(super) database: AtomicU32,
+    pub(super) tag_len: AtomicU32,
+    pub(super) tag: [AtomicU8; MAX_TAG_LEN],
+    /// The next range is wanted (prefetch share reached, or a call is waiting).
+    pub(super) want_next: AtomicBool,
+    /// The first generation that will never have a range: the tag reached bigint's end with the
+    /// one before it (NO_GENERATION while it has not). Calls get 2200H once they need it.
+    pub(super) end_generation: AtomicU64,
+    /// The step of the last range the worker loaded, and when it loaded it (monotonic ms: a
+    /// wall clock stepping back must not make a range look slow).
+    pub(super) step: AtomicU64,
+    pub(super) last_load_ms: AtomicI64,
+    /// Numbers handed out from ranges before the current one.
+    pub(super) issued_before: AtomicU64,
+    /// Calls that had to wait for a range.
+    pub(super) waits: AtomicU64,
+    /// Allocations that failed in a row, when the worker may try again, when it last warned.
+    pub(super) failures: AtomicU32,
+    pub(super) retry_at_ms: AtomicI64,
+    pub(super) warned_at_ms: AtomicI64,
+    pub(super) history_issued: [AtomicU64; HISTORY],
+    pub(super) history_second: [AtomicI64; HISTORY],
+}
+
+impl Slot {
+    /// # Safety
+    /// `slot` points to shared memory for a slot that nobody uses yet.
+    pub unsafe fn init(slot: *mut Slot) {
+        // SAFETY: per the function's contract; all-zero is valid for every field.
+        unsafe {
+            slot.write_bytes(0, 1);
+            (*slot).state.store(FREE, Ordering::Relaxed);
+            (*slot).end_generation.store(NO_GENERATION, Ordering::Relaxed);
+            for cell in &(*slot).ranges {
+                cell.generation.store(NO_GENERATION, Ordering::Relaxed);
+            }
+        }
+    }
+
+    pub(super) fn tag(&self) -> Vec<u8> {
+        let len = self.tag_len.load(Ordering::Acquire) as usize;
+        self.tag[..len].iter().map(|b| b.load(Ordering::Relaxed)).collect()
+    }
+
+    /// Whether the slot holds `tag` of `database` (any state but FREE). Under the lock.
+    pub(super) fn holds(&self, database: pg_sys::Oid, tag: &[u8]) -> bool {
+        self.holds_a_tag_of(database) && self.tag() == tag
+    }
+
+    /// Whether the slot holds a tag of `database` (any state but FREE).
+    pub(super) fn holds_a_tag_of(&self, database: pg_sys::Oid) -> bool {
+        self.state.load(Ordering::Acquire) != FREE && self.database.load(Ordering::Acquire) == database.to_u32()
+    }
+
+    /// Whether the slot serves a tag of `database`.
+    pub(super) fn serves(&self, database: pg_sys::Oid) -> bool {
+        self.state.load(Ordering::Acquire) == ACTIVE && self.database.load(Ordering::Acquire) == database.to_u32()
+    }
+
+    pub(super) fn generation(&self) -> u64 {
+        self.cursor.load(Ordering::Acquire) >> OFFSET_BITS
+    }
+
+    /// Numbers handed out from this slot since it was taken.
+    pub(super) fn issued(&self) -> u64 {
+        let cursor = self.cursor.load(Ordering::Acquire);
+        let current = self.ranges[(cursor >> OFFSET_BITS) as usize % 2].read(cursor >> OFFSET_BITS);
+        let in_current = current.map_or(0, |(_, len)| (cursor & OFFSET_MASK).min(len));
+        self.issued_before.load(Ordering::Relaxed) + in_current
+    }
+
+    /// Changes what the slot is, between two version bumps (odd while changing). Under the lock.
+    pub(super) fn change(&self, f: impl FnOnce()) {
+        self.version.fetch_add(1, Ordering::AcqRel);
+        fence(Ordering::Release);
+        f();
+        self.version.fetch_add(1, Ordering::Release);
+    }
+
+    /// Gives the free slot to a tag. Under the lock.
+    pub(super) fn take(&self, database: pg_sys::Oid, tag: &[u8]) {
+        self.change(|| {
+            for (cell, &byte) in self.tag.iter().zip(tag) {
+                cell.store(byte, Ordering::Relaxed);
+            }
+            self.tag_len.store(tag.len() as u32, Ordering::Release);
+            self.database.store(database.to_u32(), Ordering::Release);
+            // Generation 0 is an empty range, so the first range is loaded as a "next" one and
+            // the first call switches to it at offset 0: the tag's first number is `start`.
+            self.ranges[0].write(0, 0, 0);
+            self.ranges[1].generation.store(NO_GENERATION, Ordering::Release);
+            self.cursor.store(0, Ordering::Release);
+            self.want_next.store(true, Ordering::Release);
+            self.end_generation.store(NO_GENERATION, Ordering::Release);
+            for counter in [&self.step, &self.issued_before, &self.waits] {
+                counter.store(0, Ordering::Relaxed);
+            }
+            self.last_load_ms.store(0, Ordering::Relaxed);
+            self.failures.store(0, Ordering::Relaxed);
+            self.retry_at_ms.store(0, Ordering::Relaxed);
+            for second in &self.history_second {
+                second.store(0, Ordering::Relaxed);
+            }
+            self.state.store(ACTIVE, Ordering::Release);
+        });
+    }
+
+    /// Sets the state (FREE retires the cache: the next call looks the tag up again). Under the lock.
+    pub(super) fn set_state(&self, state: u32) {
+        self.change(|| self.state.store(state, Ordering::Release));
+    }
+}
+
+/// The segment slots, `pg_idgen.max_tags` of them, in the shared-memory area after the shared
+/// state (`shmem::Hooks`).
+pub fn slots() -> &'static [Slot] {
+    // SAFETY: the area holds `max_tags` slots (`slots_size`), initialised by `init_slots` before
+    // any process could attach.
+    unsafe { std::slice::from_raw_parts(shmem::area().cast::<Slot>(), settings::config().segments.max_tags) }
+}
+
+/// Bytes of shared memory the slots take.
+pub fn slots_size() -> usize {
+    settings::config().segments.max_tags * std::mem::size_of::<Slot>()
+}
+
+/// Initialises every slot in a new shared-memory area.
+pub fn init_slots(area: *mut u8) {
+    let slots = area.cast::<Slot>();
+    for i in 0..settings::config().segments.max_tags {
+        // SAFETY: the area is new, nobody else uses it, and it holds `max_tags` slots.
+        unsafe { Slot::init(slots.add(i)) };
+    }
+}
+
+/// Holds the segment LWLock for its lifetime.
+pub(super) struct SlotLock;
+
+impl SlotLock {
+    pub(super) fn exclusive() -> SlotLock {
+        // SAFETY: the lock lives in shared memory for the life of the server.
+        unsafe { pg_sys::LWLockAcquire(shmem::segment_lock(), pg_sys::LWLockMode::LW_EXCLUSIVE) };
+        SlotLock
+    }
+
+    pub(super) fn shared() -> SlotLock {
+        // SAFETY: as above.
+        unsafe { pg_sys::LWLockAcquire(shmem::segment_lock(), pg_sys::LWLockMode::LW_SHARED) };
+        SlotLock
+    }
+}
+
+impl Drop for SlotLock {
+    fn drop(&mut self) {
+        // SAFETY: held since `exclusive` or `shared`.
+        unsafe { pg_sys::LWLockRelease(shmem::segment_lock()) };
+    }
+}
+
+/// Retires the cache of a tag (its row was deleted or changed): the next call looks it up again,
+/// and its cached numbers are never served. Called by the tag table's trigger.
+pub fn retire_tag(database: pg_sys::Oid, tag: &[u8]) {
+    retire_where(|slot| slot.holds(database, tag));
+}
+
+/// Retires every tag of a database (TRUNCATE, the table dropped).
+pub fn retire_database(database: pg_sys::Oid) {
+    retire_where(|slot| slot.holds_a_tag_of(database));
+}
+
+fn retire_where(matches: impl Fn(&Slot) -> bool) {
+    if !shmem::is_attached() {
+        return; // not preloaded: nothing is cached
+    }
+    {
+        let _lock = SlotLock::exclusive();
+        for slot in slots().iter().filter(|slot| matches(slot)) {
+            slot.set_state(FREE);
+        }
+    }
+    // SAFETY: the condition variable lives in shared memory.
+    unsafe { pg_sys::ConditionVariableBroadcast(shmem::shared().segment_loaded()) };
+}

@@ -1,0 +1,79 @@
+//! `segment_status()`: the cached ranges of this database's tags.
+
+use std::sync::atomic::Ordering;
+
+use pgrx::pg_sys;
+use pgrx::prelude::*;
+
+use super::slot::{slots, SlotLock, HISTORY, OFFSET_BITS, OFFSET_MASK};
+use super::table::TextOut;
+use crate::{clock, shmem};
+
+#[pg_extern(volatile, parallel_safe)]
+/// One row per segment tag of this database cached in shared memory.
+fn segment_status() -> TableIterator<
+    'static,
+    (
+        name!(tag, TextOut),
+        name!(current_start, Option<i64>),
+        name!(current_end, Option<i64>),
+        name!(next_value, Option<i64>),
+        name!(next_start, Option<i64>),
+        name!(next_end, Option<i64>),
+        name!(next_loaded, bool),
+        name!(step, i64),
+        name!(ids_per_second, f64),
+        name!(waits, i64),
+    ),
+> {
+    shmem::shared();
+    let database = unsafe { pg_sys::MyDatabaseId };
+    let now = clock::wall_unix_micros() / 1_000_000;
+    let mut rows = Vec::new();
+    let _lock = SlotLock::shared();
+    for slot in slots() {
+        if !slot.serves(database) {
+            continue;
+        }
+        let cursor = slot.cursor.load(Ordering::Acquire);
+        let generation = cursor >> OFFSET_BITS;
+        let current = slot.ranges[generation as usize % 2].read(generation);
+        let next = slot.ranges[(generation + 1) as usize % 2].read(generation + 1);
+        let end = |r: Option<(i64, u64)>| r.map(|(start, len)| start + len as i64 - 1);
+        let next_value = current.and_then(|(start, len)| {
+            let offset = cursor & OFFSET_MASK;
+            (offset < len).then_some(start + offset as i64)
+        });
+        let issued = slot.issued();
+        let oldest = (0..HISTORY)
+            .map(|i| (slot.history_second[i].load(Ordering::Relaxed), slot.history_issued[i].load(Ordering::Relaxed)))
+            .filter(|&(second, _)| second > 0 && second >= now - 60 && second < now)
+            .min_by_key(|&(second, _)| second);
+        let rate = oldest.map_or(0.0, |(second, then)| (issued.saturating_sub(then)) as f64 / (now - second) as f64);
+        rows.push((
+            TextOut(slot.tag()),
+            current.map(|(start, _)| start),
+            end(current),
+            next_value,
+            next.map(|(start, _)| start),
+            end(next),
+            next.is_some(),
+            slot.step.load(Ordering::Relaxed) as i64,
+            rate,
+            slot.waits.load(Ordering::Relaxed) as i64,
+        ));
+    }
+    TableIterator::new(rows)
+}
+
+pgrx::extension_sql!(
+    r#"
+COMMENT ON FUNCTION segment_status() IS
+    'One row per cached segment tag: current and next range, next value, step, ids/s over the last minute, waits.';
+-- It shows every tag of the database, which segment_tag itself does not: monitoring roles only.
+REVOKE EXECUTE ON FUNCTION segment_status() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION segment_status() TO pg_monitor;
+"#,
+    name = "segment_status",
+    requires = [segment_status]
+);

@@ -1,0 +1,84 @@
+//! Managing tags: `segment_create()` and `segment_drop()`, SQL on the tag table with the
+//! caller's privileges.
+
+use pgrx::pg_sys;
+use pgrx::prelude::*;
+
+use super::table::{self, check_tag_name, display, unknown_tag, TextBytes};
+use crate::errors;
+
+#[pg_extern(volatile)]
+/// Creates a segment tag whose first number is `start`. Needs INSERT on the tag table.
+fn segment_create(
+    tag: Option<TextBytes>,
+    start: default!(Option<i64>, 1),
+    step: default!(Option<i32>, 1000),
+    description: default!(Option<TextBytes>, "NULL"),
+) {
+    let (Some(tag), Some(start), Some(step)) = (tag, start, step) else {
+        errors::raise(
+            PgSqlErrorCode::ERRCODE_NULL_VALUE_NOT_ALLOWED,
+            "segment_create: tag, start and step must not be NULL".into(),
+            None,
+            None,
+        )
+    };
+    let tag = tag.0;
+    check_tag_name(tag);
+    if step < 1 {
+        errors::raise(
+            PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+            format!("invalid step {step} for segment tag \"{}\"", display(tag)),
+            Some("The step is how many numbers one range holds: at least 1.".into()),
+            None,
+        )
+    }
+    if start < 1 {
+        errors::raise(
+            PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+            format!("invalid start {start} for segment tag \"{}\"", display(tag)),
+            Some("Segment numbers start at 1 or above.".into()),
+            None,
+        )
+    }
+    let table = table::require_tag_table();
+    let description = match description {
+        Some(text) => table::text_arg(text.0),
+        None => pgrx::datum::DatumWithOid::null_oid(pg_sys::TEXTOID),
+    };
+    let args = [table::text_arg(tag), (start - 1).into(), step.into(), description];
+    table::run_on_tag_table(table, "INSERT INTO {table} (tag, max_id, step, description) VALUES ($1, $2, $3, $4)", |sql| {
+        Spi::run_with_args(sql, &args)
+    })
+    .unwrap_or_else(|message| errors::raise(PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE, message, None, None))
+    .unwrap_or_else(|e| panic!("{e}"));
+}
+
+#[pg_extern(volatile)]
+/// Drops a segment tag. Needs DELETE on the tag table. Its cached numbers are never served again
+/// (the table's trigger retires them).
+fn segment_drop(tag: Option<TextBytes>) {
+    let Some(tag) = tag else {
+        errors::raise(PgSqlErrorCode::ERRCODE_NULL_VALUE_NOT_ALLOWED, "segment_drop: tag must not be NULL".into(), None, None)
+    };
+    check_tag_name(tag.0);
+    let table = table::require_tag_table();
+    let deleted = table::run_on_tag_table(table, "DELETE FROM ONLY {table} WHERE tag OPERATOR(pg_catalog.=) $1 RETURNING true", |sql| {
+        Spi::get_one_with_args::<bool>(sql, &[table::text_arg(tag.0)])
+    })
+    .unwrap_or_else(|message| errors::raise(PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE, message, None, None));
+    if !matches!(deleted, Ok(Some(true))) {
+        unknown_tag(tag.0, "It is not in the tag table.");
+    }
+}
+
+pgrx::extension_sql!(
+    r#"
+COMMENT ON FUNCTION segment_create(text, bigint, int, text) IS
+    'Creates a segment tag whose first number is start; step is the size of its smallest range.';
+COMMENT ON FUNCTION segment_drop(text) IS
+    'Drops a segment tag; its cached numbers are never served again.';
+"#,
+    name = "segment_tags",
+    requires = [segment_create, segment_drop, "segment_table"]
+);
