@@ -9,6 +9,29 @@ COMMENT ON FUNCTION objectid_next() IS
     'Next ObjectId (current BSON spec) of this server: unique, greater than every ObjectId it made before.';
 COMMENT ON FUNCTION objectid_gen() IS
     'The same as objectid_next(), under its name before version 0.4.0.';
+-- Whoever may call objectid_gen() may call objectid_next(), and nobody else: an administrator who
+-- revoked the generator from PUBLIC must not find it open again under its new name.
+DO $$
+DECLARE
+    gen_acl pg_catalog.aclitem[];
+    grantee pg_catalog.text;
+BEGIN
+    SELECT p.proacl INTO gen_acl FROM pg_catalog.pg_proc AS p
+     WHERE p.oid OPERATOR(pg_catalog.=) '@extschema@.objectid_gen()'::pg_catalog.regprocedure;
+    IF gen_acl IS NULL THEN
+        RETURN; -- the default: PUBLIC may call both
+    END IF;
+    EXECUTE 'REVOKE EXECUTE ON FUNCTION @extschema@.objectid_next() FROM PUBLIC';
+    FOR grantee IN
+        SELECT CASE WHEN a.grantee OPERATOR(pg_catalog.=) 0::pg_catalog.oid THEN 'PUBLIC'
+                    ELSE pg_catalog.quote_ident(r.rolname) END
+          FROM pg_catalog.aclexplode(gen_acl) AS a
+          LEFT JOIN pg_catalog.pg_roles AS r ON r.oid OPERATOR(pg_catalog.=) a.grantee
+         WHERE a.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE'
+    LOOP
+        EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION @extschema@.objectid_next() TO %s', grantee);
+    END LOOP;
+END $$;
 
 CREATE FUNCTION snowflake_min(ts timestamptz) RETURNS bigint
     AS 'MODULE_PATHNAME', 'snowflake_min_id_wrapper' LANGUAGE C STABLE STRICT PARALLEL SAFE;

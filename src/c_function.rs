@@ -41,6 +41,7 @@ macro_rules! c_functions {
                 // What #[pg_guard] does (it cannot be applied inside a macro_rules expansion):
                 // a Rust panic or a PostgreSQL error becomes a proper ERROR, not a crash.
                 #[allow(unused_unsafe)]
+                // SAFETY: PostgreSQL calls the function with a valid fcinfo; the guard catches what unwinds.
                 unsafe { ::pgrx::pg_sys::panic::pgrx_extern_c_guard(move || $body) }
             }
         )+
@@ -86,15 +87,28 @@ pub unsafe fn return_row(fcinfo: pg_sys::FunctionCallInfo, columns: &[Column]) -
         let mut nulls = Vec::with_capacity(natts);
         for attribute in (*tupdesc).attrs.as_slice(natts) {
             let name = std::ffi::CStr::from_ptr(attribute.attname.data.as_ptr()).to_string_lossy();
-            let Some(column) = columns.iter().find(|c| c.name == name && c.type_oid == attribute.atttypid) else {
-                // Why: the SQL objects of another version of the extension than its library.
+            // Why these errors: the SQL objects of another version of the extension than its library.
+            let update = Some("The extension's SQL objects and its library are of different versions: run ALTER EXTENSION pg_idgen UPDATE.");
+            let Some(column) = columns.iter().find(|c| c.name == name) else {
                 crate::errors::raise(
                     PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
                     format!("this function is declared with a column \"{name}\" that the pg_idgen library does not return"),
                     None,
-                    Some("The extension's SQL objects and its library are of different versions: run ALTER EXTENSION pg_idgen UPDATE."),
+                    update,
                 );
             };
+            if column.type_oid != attribute.atttypid {
+                crate::errors::raise(
+                    PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+                    format!(
+                        "column \"{name}\" of this function is declared as {}, but the pg_idgen library returns {}",
+                        type_name(attribute.atttypid),
+                        type_name(column.type_oid)
+                    ),
+                    None,
+                    update,
+                );
+            }
             datums.push(column.value.unwrap_or(pg_sys::Datum::from(0)));
             nulls.push(column.value.is_none());
         }
@@ -103,11 +117,18 @@ pub unsafe fn return_row(fcinfo: pg_sys::FunctionCallInfo, columns: &[Column]) -
     }
 }
 
+/// A type's name, for messages.
+fn type_name(type_oid: pg_sys::Oid) -> String {
+    // SAFETY: format_type_be returns a palloc'd name for any oid ("???" for an unknown one).
+    unsafe { std::ffi::CStr::from_ptr(pg_sys::format_type_be(type_oid)) }.to_string_lossy().into_owned()
+}
+
 /// Argument `n` of a strict function as a Rust value (never NULL: strict functions are not
 /// called with NULL arguments).
 ///
 /// # Safety
 /// The argument has the SQL type that `T` stands for.
 pub unsafe fn arg<T: FromDatum>(fcinfo: pg_sys::FunctionCallInfo, n: usize) -> T {
+    // SAFETY: per the function's contract, argument n is of the type T stands for.
     unsafe { pgrx::fcinfo::pg_getarg::<T>(fcinfo, n) }.expect("strict function called with a NULL argument")
 }

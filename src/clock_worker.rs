@@ -59,6 +59,7 @@ pub extern "C-unwind" fn pg_idgen_clock_worker_main(_arg: pg_sys::Datum) {
     BackgroundWorker::attach_signal_handlers(SignalWakeFlags::SIGHUP | SignalWakeFlags::SIGTERM);
     let state = shmem::shared();
     let config = settings::config();
+    // SAFETY: MyProc is this process's, valid until exit; `unpublish` clears the pointer first.
     unsafe {
         state.clock_worker_latch.store(&raw mut (*pg_sys::MyProc).procLatch, Ordering::Release);
         state.clock_worker_pid.store(pg_sys::MyProcPid, Relaxed);
@@ -85,6 +86,7 @@ pub extern "C-unwind" fn pg_idgen_clock_worker_main(_arg: pg_sys::Datum) {
     }
     // Why exit code 1: code 0 would unregister the worker for good, also after
     // pg_terminate_backend; 1 makes the postmaster start it again after the restart time.
+    // SAFETY: ends this worker process; nothing of it is used after.
     unsafe { pg_sys::proc_exit(1) };
 }
 

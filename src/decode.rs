@@ -104,7 +104,7 @@ pub fn tick_of(clock: &TickClock, ids: &str, ts: TimestampWithTimeZone) -> u64 {
 #[pg_extern(immutable, parallel_safe)]
 /// The millisecond a UUIDv7 was made; an error for any other UUID.
 fn uuid_v7_timestamp(id: pgrx::Uuid) -> TimestampWithTimeZone {
-    match uuid_parts(id.as_bytes()) {
+    match uuid7::parts_of_any(id.as_bytes()) {
         (Some(unix_us), 7, _) => clock::unix_micros_to_timestamptz(unix_us),
         _ => errors::raise(
             PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
@@ -119,29 +119,6 @@ fn uuid_v7_timestamp(id: pgrx::Uuid) -> TimestampWithTimeZone {
 /// The smallest UUIDv7 of the millisecond of `ts`, for `WHERE id >= uuid_v7_min(…)` range scans.
 fn uuid_v7_min(ts: TimestampWithTimeZone) -> pgrx::Uuid {
     pgrx::Uuid::from_bytes(uuid7::from_parts(tick_of(&UUID_V7_SHAPE.clock, "UUIDv7s", ts), 0, 0))
-}
-
-/// The time, version and sequence of a UUID: RFC 9562 versions 1, 6 and 7 carry a time; others
-/// decode to their version and NULLs.
-fn uuid_parts(bytes: &[u8; 16]) -> (Option<i64>, i32, Option<i32>) {
-    let version = (bytes[6] >> 4) as i32;
-    let rfc_variant = bytes[8] >> 6 == 0b10;
-    let be = |range: std::ops::Range<usize>| range.fold(0u64, |acc, i| acc << 8 | bytes[i] as u64);
-    // Versions 1 and 6 count 100 ns since 1582-10-15, the Gregorian reform.
-    const GREGORIAN_TO_UNIX_100NS: i64 = 0x01B2_1DD2_1381_4000;
-    let clock_sequence = (be(8..10) & 0x3FFF) as i32;
-    match (rfc_variant, version) {
-        (true, 7) => (Some(be(0..6) as i64 * 1000), 7, Some((be(6..8) & 0x0FFF) as i32)),
-        (true, 1) => {
-            let ticks = (be(6..8) & 0x0FFF) << 48 | be(4..6) << 32 | be(0..4);
-            (Some((ticks as i64 - GREGORIAN_TO_UNIX_100NS) / 10), 1, Some(clock_sequence))
-        }
-        (true, 6) => {
-            let ticks = be(0..6) << 12 | (be(6..8) & 0x0FFF);
-            (Some((ticks as i64 - GREGORIAN_TO_UNIX_100NS) / 10), 6, Some(clock_sequence))
-        }
-        _ => (None, version, None),
-    }
 }
 
 c_functions! {
@@ -169,7 +146,7 @@ c_functions! {
     fn pg_idgen_decode_uuid / pg_finfo_pg_idgen_decode_uuid (fcinfo) {
         let uuid: pgrx::Uuid = c_function::arg(fcinfo, 0);
         let bytes: [u8; 16] = *uuid.as_bytes();
-        let (unix_us, version, sequence) = uuid_parts(&bytes);
+        let (unix_us, version, sequence) = uuid7::parts_of_any(&bytes);
         c_function::return_row(
             fcinfo,
             &[column("ts", unix_us.map(clock::unix_micros_to_timestamptz)), column("version", version), column("sequence", sequence)],

@@ -180,6 +180,7 @@ impl Generator {
                 std::hint::spin_loop();
             }
         } else {
+            // SAFETY: a plain sleep; interrupts are checked right after.
             unsafe { pgrx::pg_sys::pg_usleep(behind_us.min(WAIT_SLICE_US) as _) };
             pgrx::check_for_interrupts!();
         }
@@ -204,9 +205,11 @@ impl Generator {
         }
         let latch = state.clock_worker_latch.load(Ordering::Acquire);
         if !latch.is_null() {
+            // SAFETY: the clock worker clears the pointer before its latch goes away.
             unsafe { pgrx::pg_sys::SetLatch(latch) };
         }
         let started = Instant::now();
+        // SAFETY: a plain sleep; interrupts are checked right after.
         unsafe { pgrx::pg_sys::pg_usleep(MARK_WAIT_SLICE_US) };
         pgrx::check_for_interrupts!();
         started.elapsed().as_micros() as i64

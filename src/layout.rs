@@ -1,7 +1,7 @@
 //! The bit layout of a snowflake id: `0 | time | node | sequence`, most significant first.
 //!
-//! Pure arithmetic, no PostgreSQL calls: the generator and every decoder share it, so an id is
-//! always taken apart exactly the way it was put together.
+//! Pure arithmetic, no PostgreSQL calls, tested with plain `#[test]`s: the generator and every
+//! decoder share it, so an id is always taken apart exactly the way it was put together.
 
 use std::fmt;
 
@@ -126,9 +126,8 @@ impl Layout {
         Ok(Layout { preset, time_bits, node_bits, sequence_bits, unit_ms, epoch_us })
     }
 
-    /// The layout, if its epoch has begun and its time bits still have room now.
-    pub fn usable_now(self) -> Result<Layout, LayoutError> {
-        let now_us = crate::clock::wall_unix_micros();
+    /// The layout, if its epoch has begun and its time bits still have room at `now_us`.
+    pub fn usable_at(self, now_us: i64) -> Result<Layout, LayoutError> {
         if self.epoch_us > now_us {
             return Err(LayoutError::EpochInFuture);
         }
@@ -200,8 +199,9 @@ impl Layout {
         (tick <= self.max_tick() as u128).then_some(tick as u64)
     }
 
-    /// "twitter 41/10/12, 1 ms ticks from 2025-01-01 00:00:00+00", for messages.
-    pub fn describe(&self) -> String {
+    /// "twitter 41/10/12, 1 ms ticks from 2025-01-01 00:00:00+00", for messages; `format_time`
+    /// writes the epoch (Unix µs).
+    pub fn describe(&self, format_time: impl Fn(i64) -> String) -> String {
         format!(
             "{} {}/{}/{}, {} ms ticks from {}",
             self.preset.name(),
@@ -209,24 +209,20 @@ impl Layout {
             self.node_bits,
             self.sequence_bits,
             self.unit_ms,
-            crate::clock::format_unix_micros(self.epoch_us)
+            format_time(self.epoch_us)
         )
     }
 }
 
-#[cfg(any(test, feature = "pg_test"))]
-#[pgrx::pg_schema]
+#[cfg(test)]
 mod tests {
-    // The test cluster preloads pg_idgen with node id 7 and the default twitter layout (lib.rs).
-    use pgrx::prelude::*;
-
     use crate::layout::{Layout, LayoutError, Parts, Preset};
 
     fn twitter() -> Layout {
         Layout::new(Preset::Twitter, 41, 10, 12, 1, 0).expect("twitter layout is valid")
     }
 
-    #[pg_test]
+    #[test]
     fn compose_then_decompose_gives_the_parts_back() {
         let layout = twitter();
         let parts = Parts { tick: layout.max_tick(), node_id: layout.max_node_id(), sequence: layout.max_sequence() };
@@ -237,7 +233,7 @@ mod tests {
         assert_eq!(layout.decompose(layout.compose(parts)), parts);
     }
 
-    #[pg_test]
+    #[test]
     fn presets_have_the_documented_bits_and_caps() {
         let twitter = Preset::Twitter.layout();
         assert_eq!((twitter.time_bits, twitter.node_bits, twitter.sequence_bits, twitter.unit_ms), (41, 10, 12, 1));
@@ -252,21 +248,22 @@ mod tests {
         assert_eq!(Preset::from_name("leaf"), None);
     }
 
-    #[pg_test]
+    #[test]
     fn invalid_layouts_are_refused_with_the_reason() {
         assert_eq!(Layout::new(Preset::Twitter, 41, 10, 11, 1, 0), Err(LayoutError::Sum(62)));
         assert_eq!(Layout::new(Preset::Twitter, 15, 20, 28, 1, 0), Err(LayoutError::TimeBits(15)));
         assert_eq!(Layout::new(Preset::Twitter, 30, 32, 1, 1, 0), Err(LayoutError::NodeBits(32)));
         assert_eq!(Layout::new(Preset::Twitter, 41, 22, 0, 1, 0), Err(LayoutError::SequenceBits(0)));
         assert_eq!(Layout::new(Preset::Twitter, 41, 10, 12, 0, 0), Err(LayoutError::TimeUnit(0)));
-        let next_year_us = crate::clock::wall_unix_micros() + 366 * 86_400 * 1_000_000;
-        let usable = |layout: Result<Layout, LayoutError>| layout.and_then(Layout::usable_now);
+        let now_us = 1_763_800_000_000_000; // 2025-11-22
+        let next_year_us = now_us + 366 * 86_400 * 1_000_000;
+        let usable = |layout: Result<Layout, LayoutError>| layout.and_then(|l| l.usable_at(now_us));
         assert_eq!(usable(Layout::new(Preset::Twitter, 41, 10, 12, 1, next_year_us)), Err(LayoutError::EpochInFuture));
         // 16 bits of 1 ms from 1970 ran out in 1970.
         assert_eq!(usable(Layout::new(Preset::Twitter, 16, 16, 31, 1, 0)), Err(LayoutError::TimeBitsExhausted));
     }
 
-    #[pg_test]
+    #[test]
     fn a_later_epoch_is_safe_only_from_the_time_its_ids_pass_the_old_ones() {
         let old = twitter();
         let later = Layout { epoch_us: 10_000_000, ..old };
@@ -283,7 +280,7 @@ mod tests {
         assert!(old.same_ids(&Layout { preset: Preset::Sonyflake, ..old }), "the preset is only a name");
     }
 
-    #[pg_test]
+    #[test]
     fn ticks_round_down_and_stop_at_the_layout_bounds() {
         let clock = Layout { epoch_us: 1_000_000, ..twitter() }.clock();
         assert_eq!(clock.tick_at(999_999), None, "before the epoch");

@@ -316,6 +316,7 @@ pub fn declare(preloading: bool) {
         log_start_line(&config);
         let _ = CONFIG.set(config);
     }
+    // SAFETY: in _PG_init, after every pg_idgen.* setting is defined.
     unsafe { pg_sys::MarkGUCPrefixReserved(c"pg_idgen".as_ptr()) };
 }
 
@@ -560,7 +561,7 @@ fn load(level: PgLogLevel) -> Config {
     let unit_ms = pick(&TIME_UNIT, base.unit_ms as u32) as u64;
     let epoch_text = string_value(&EPOCH, DEFAULT_EPOCH);
     let epoch_us = parse_epoch(&epoch_text).unwrap_or_else(|detail| invalid(level, c"pg_idgen.epoch", &epoch_text, &detail));
-    let layout = match Layout::new(preset, time_bits, node_bits, sequence_bits, unit_ms, epoch_us).and_then(Layout::usable_now) {
+    let layout = match Layout::new(preset, time_bits, node_bits, sequence_bits, unit_ms, epoch_us).and_then(|layout| layout.usable_at(crate::clock::wall_unix_micros())) {
         Ok(layout) => layout,
         Err(e) => {
             let (name, value) = match e {

@@ -82,7 +82,9 @@ impl MarkState {
 }
 
 /// What the layers above shared memory add to it: the size of their area, what to do once the
-/// memory is new (the area zeroed), and what to do when the postmaster exits cleanly.
+/// memory is new (the area zeroed), and what to do when the postmaster exits cleanly. The area
+/// starts 64-byte aligned: right after the state, whose size is a multiple of its 64-byte
+/// alignment, in shared memory that PostgreSQL aligns to a cache line.
 #[derive(Clone, Copy)]
 pub struct Hooks {
     pub area_size: fn() -> usize,
@@ -193,6 +195,7 @@ pub fn install_hooks(hooks: Hooks) {
 
 #[pg_guard]
 unsafe extern "C-unwind" fn request_shared_memory() {
+    // SAFETY: the request hook runs once, in the postmaster; the previous hook is chained first.
     unsafe {
         if let Some(prev) = PREV_SHMEM_REQUEST_HOOK {
             pg_sys::ffi::pg_guard_ffi_boundary(|| prev());
@@ -206,6 +209,8 @@ unsafe extern "C-unwind" fn request_shared_memory() {
 /// memory: the state is then built anew, from the persisted high-water mark.
 #[pg_guard]
 unsafe extern "C-unwind" fn attach_shared_memory() {
+    // SAFETY: AddinShmemInitLock serialises the creation; the pointers are set once per creation,
+    // in the postmaster, and inherited by every process it forks.
     unsafe {
         if let Some(prev) = PREV_SHMEM_STARTUP_HOOK {
             pg_sys::ffi::pg_guard_ffi_boundary(|| prev());
@@ -253,6 +258,7 @@ pub fn shared() -> &'static SharedState {
     if state.is_null() {
         not_preloaded();
     }
+    // SAFETY: non-null, so attached: it points at the state for the life of the server.
     unsafe { &*state }
 }
 

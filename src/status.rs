@@ -57,6 +57,7 @@ unsafe fn status_row(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
         column("mark_advanced_at", (advanced_at_us != 0).then(|| clock::unix_micros_to_timestamptz(advanced_at_us))),
         column("clock_worker_pid", Some(state.clock_worker_pid.load(Relaxed)).filter(|&pid| pid != 0)),
     ];
+    // SAFETY: the call's own fcinfo; each column's datum is of its type.
     unsafe { c_function::return_row(fcinfo, &columns) }
 }
 

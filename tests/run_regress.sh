@@ -21,6 +21,7 @@ wanted=("$@")
 for test in "${wanted[@]}"; do
     [ -f "tests/sql/$test.sql" ] || { echo "no pg_regress test named '$test' (tests/sql/)" >&2; exit 2; }
 done
+ran=0
 
 phase() {
     local name=$1 database=$2 conf=$3
@@ -35,6 +36,7 @@ phase() {
         [ ${#chosen[@]} -gt 1 ] || return 0
         set -- "${chosen[@]}"
     fi
+    ran=$((ran + $# - 1))
     local existing=()
     [ "$database" = postgres ] && existing=(--use-existing)
     say "pg_regress phase '$name': $*"
@@ -56,3 +58,8 @@ phase preloaded postgres "shared_preload_libraries = 'pg_idgen';pg_idgen.node_id
     setup snowflake decode objectid uuid7 segment status settings
 phase node_id_unset pg_idgen_regress "shared_preload_libraries = 'pg_idgen'" setup node_id_unset
 phase not_preloaded pg_idgen_regress "" setup not_preloaded
+
+if [ $ran -eq 0 ]; then
+    echo "no pg_regress test ran ('setup' runs only before the tests of a phase)" >&2
+    exit 2
+fi

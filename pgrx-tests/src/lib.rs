@@ -6,8 +6,7 @@
 //! port in the ephemeral range can be held by any client connection of the moment, and the server
 //! would not start. Dropping a `Cluster` stops it and removes its files.
 //!
-//! The PostgreSQL binaries are found through `pg_config --bindir`: `$PG_CONFIG` (scripts/lib.sh
-//! sets it), else the `pg_config` on the PATH.
+//! The PostgreSQL binaries are found through `$PG_CONFIG --bindir` (scripts/lib.sh sets it).
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -21,7 +20,10 @@ pub use postgres::{Client, NoTls};
 pub fn pg_bin() -> &'static str {
     static BIN: std::sync::OnceLock<String> = std::sync::OnceLock::new();
     BIN.get_or_init(|| {
-        let pg_config = std::env::var("PG_CONFIG").unwrap_or_else(|_| "pg_config".into());
+        // Why not the pg_config on the PATH: Debian's picks the newest PostgreSQL installed, which
+        // need not be the one the extension was built for.
+        let pg_config = std::env::var("PG_CONFIG")
+            .expect("PG_CONFIG names the pg_config of the PostgreSQL under test: run through ./dev test, or set it");
         let out = Command::new(&pg_config).arg("--bindir").output().unwrap_or_else(|e| panic!("cannot run {pg_config}: {e}"));
         assert!(out.status.success(), "{pg_config} --bindir failed");
         String::from_utf8(out.stdout).unwrap().trim().to_string()
@@ -457,7 +459,7 @@ pub struct Family {
 pub const TIME_BASED: &[Family] = &[
     Family { column: "snowflake", expression: "snowflake_next()", sql_type: "bigint" },
     Family { column: "uuid", expression: "uuid_v7_next()", sql_type: "uuid" },
-    Family { column: "objectid", expression: "objectid_gen()", sql_type: "objectid" },
+    Family { column: "objectid", expression: "objectid_next()", sql_type: "objectid" },
 ];
 
 /// The ids one client took from every family of `TIME_BASED`, in the order it took them.

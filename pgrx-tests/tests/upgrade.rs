@@ -74,7 +74,8 @@ fn install_fixture(version: &str) {
 /// fix). After `ALTER EXTENSION pg_idgen UPDATE`, from 0.1.0, 0.2.0 and 0.3.0 alike, the extension
 /// has the current version and exactly the objects of a fresh install — every function's
 /// declaration, privileges and comment, every type, operator, cast and operator class, the tag
-/// table's columns, constraints and triggers — and works.
+/// table's columns, constraints and triggers — and works. An `objectid_gen()` revoked from PUBLIC
+/// and granted to one role gives `objectid_next()` the same privileges.
 #[test]
 fn released_versions_update_to_the_current_objects() {
     install_fixture("0.1.0");
@@ -119,4 +120,24 @@ fn released_versions_update_to_the_current_objects() {
         let row = old.query_one("SELECT extract(epoch FROM clock_reserve)::int, snowflake_next() > 0 FROM pg_idgen_status()", &[]).unwrap();
         assert_eq!((row.get::<_, i32>(0), row.get::<_, bool>(1)), (5, true), "from {version}");
     }
+    // objectid_next() is objectid_gen() under the grammar's name: it keeps who may call it.
+    db.batch_execute("CREATE DATABASE revoked").unwrap();
+    db.batch_execute("CREATE ROLE app").unwrap();
+    let mut revoked = cluster.connect_to("revoked");
+    revoked
+        .batch_execute(
+            "CREATE EXTENSION pg_idgen VERSION '0.3.0';
+             REVOKE EXECUTE ON FUNCTION objectid_gen() FROM PUBLIC;
+             GRANT EXECUTE ON FUNCTION objectid_gen() TO app;
+             ALTER EXTENSION pg_idgen UPDATE;",
+        )
+        .unwrap();
+    let row = revoked
+        .query_one(
+            "SELECT has_function_privilege('public', 'objectid_next()', 'EXECUTE'),
+                    has_function_privilege('app', 'objectid_next()', 'EXECUTE')",
+            &[],
+        )
+        .unwrap();
+    assert_eq!((row.get::<_, bool>(0), row.get::<_, bool>(1)), (false, true), "objectid_next() as objectid_gen() was granted");
 }

@@ -173,6 +173,7 @@ fn wait_for_range(slot: &Slot, tag: &[u8], version: u64, generation: u64, deadli
         }
         wake_worker(state);
         // Wakes on the worker's broadcast, a timeout, or an interrupt (it checks for those).
+        // SAFETY: prepared to sleep on this condition variable above; it lives in shared memory.
         unsafe { pg_sys::ConditionVariableTimedSleep(cv, remaining.min(100) as _, pg_sys::PG_WAIT_EXTENSION) };
     }
     unsafe { pg_sys::ConditionVariableCancelSleep() };

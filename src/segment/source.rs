@@ -33,6 +33,7 @@ impl RangeSource for LocalTable {
 fn allocate(need: &Need) -> Outcome {
     PgTryBuilder::new(|| allocate_in_transaction(need))
         .catch_others(|error| {
+            // SAFETY: the worker's own transaction, which the caught error left open.
             unsafe { pg_sys::AbortCurrentTransaction() };
             let message = match &error {
                 pg_sys::panic::CaughtError::PostgresError(report)

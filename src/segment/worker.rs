@@ -116,6 +116,7 @@ pub extern "C-unwind" fn pg_idgen_worker_main(_arg: pg_sys::Datum) {
                 }
             }
             // Why after each tag: a waiting call need not wait for the other tags' allocations.
+            // SAFETY: the condition variable lives in shared memory.
             unsafe { pg_sys::ConditionVariableBroadcast(state.segment_loaded()) };
         }
         ranges::sample_rates(&mut sampled_second);
@@ -129,5 +130,6 @@ pub extern "C-unwind" fn pg_idgen_worker_main(_arg: pg_sys::Datum) {
     }
     // Why exit code 1: code 0 would unregister the worker for good, also after
     // pg_terminate_backend; 1 makes the postmaster start it again after the restart time.
+    // SAFETY: ends this worker process; nothing of it is used after.
     unsafe { pg_sys::proc_exit(1) };
 }

@@ -50,7 +50,7 @@ SELECT count(*) AS from_tomorrow FROM events WHERE id >= snowflake_min_id(now() 
 SELECT p.oid::regprocedure, provolatile, proparallel, proisstrict
   FROM pg_proc AS p
  WHERE proname IN ('id_decode', 'snowflake_timestamp', 'snowflake_min_id', 'snowflake_min')
- ORDER BY p.oid::regprocedure::text;  -- by name (ORDER BY 1 would sort by oid)
+ ORDER BY p.oid::regprocedure::text COLLATE "C";  -- by name, the same in every locale
 
 -- The family grammar: snowflake_min is snowflake_min_id under the grammar's name.
 SELECT snowflake_min('2025-01-01 00:00:01+00') = snowflake_min_id('2025-01-01 00:00:01+00') AS same;

@@ -86,9 +86,9 @@ SELECT id_decode(NULL::objectid) IS NULL AS null_row, objectid_timestamp(NULL) I
 
 SELECT p.oid::regprocedure, provolatile, proparallel
   FROM pg_proc AS p
- WHERE proname IN ('objectid_gen', 'objectid_timestamp', 'objectid_min')
+ WHERE proname IN ('objectid_gen', 'objectid_next', 'objectid_timestamp', 'objectid_min')
     OR (proname = 'id_decode' AND proargtypes[0] = 'objectid'::regtype)
- ORDER BY 1::text;
+ ORDER BY p.oid::regprocedure::text COLLATE "C";  -- by name, the same in every locale
 
 -- objectid_next is the grammar's name for objectid_gen: one sequence of ObjectIds between them.
 SELECT objectid_gen() < objectid_next() AS next_after_gen, objectid_next() < objectid_gen() AS gen_after_next;

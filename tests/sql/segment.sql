@@ -127,7 +127,7 @@ DROP ROLE segment_user;
 SELECT p.oid::regprocedure, provolatile, proparallel, proisstrict
   FROM pg_proc AS p
  WHERE proname IN ('segment_next', 'segment_create', 'segment_drop', 'segment_status')
- ORDER BY p.oid::regprocedure::text;  -- by name (ORDER BY 1 would sort by oid)
+ ORDER BY p.oid::regprocedure::text COLLATE "C";  -- by name, the same in every locale
 
 -- TRUNCATE retires every cached tag of the database.
 TRUNCATE segment_tag;

@@ -12,7 +12,7 @@ SELECT p.oid::regprocedure AS function, obj_description(p.oid, 'pg_proc') IS NOT
   FROM pg_depend AS d
   JOIN pg_proc AS p ON p.oid = d.objid AND d.classid = 'pg_proc'::regclass
  WHERE d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'pg_idgen')
- ORDER BY p.oid::regprocedure::text;  -- by name (ORDER BY 1 would sort by oid)
+ ORDER BY p.oid::regprocedure::text COLLATE "C";  -- by name, the same in every locale
 
 -- The SQLSTATE a statement fails with, for tests of error paths.
 CREATE FUNCTION sqlstate_of(statement text) RETURNS text

@@ -44,4 +44,4 @@ SELECT p.oid::regprocedure, provolatile, proparallel
   FROM pg_proc AS p
  WHERE proname IN ('uuid_v7_next', 'uuid_v7_min', 'uuid_v7_timestamp')
     OR (proname = 'id_decode' AND proargtypes[0] = 'uuid'::regtype)
- ORDER BY p.oid::regprocedure::text;  -- by name (ORDER BY 1 would sort by oid)
+ ORDER BY p.oid::regprocedure::text COLLATE "C";  -- by name, the same in every locale

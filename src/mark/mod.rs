@@ -28,10 +28,13 @@ use pgrx::pg_sys;
 use pgrx::pg_sys::panic::ErrorReport;
 use pgrx::prelude::*;
 
+mod file_format;
+
+use self::file_format::{parse, FileContent, MarkRecord, FORMAT_LINE, MADE_BY_PG_UPGRADE, SNOWFLAKE};
 use crate::clock::{self, ClockPair};
-use crate::layout::{Layout, Preset};
 use crate::engine::Generator;
-use crate::families::{self, Stamp, COUNT as FAMILIES, FAMILIES as REGISTRY};
+use crate::families::{Stamp, COUNT as FAMILIES, FAMILIES as REGISTRY};
+use crate::layout::Layout;
 use crate::settings::Config;
 use crate::shmem::SharedState;
 
@@ -40,10 +43,6 @@ use crate::shmem::SharedState;
 const MARK_FILE: &str = "pg_idgen.mark";
 const COPY_DIR: &str = "pg_idgen";
 const COPY_FILE: &str = "pg_idgen/mark";
-/// The first line of the file format; a later format gets a new number.
-const FORMAT_LINE: &str = "pg_idgen mark 1";
-/// The line a data directory made by pg_upgrade gets instead of a mark (see `read_at_start`).
-const MADE_BY_PG_UPGRADE: &str = "made_by_pg_upgrade";
 
 /// pg_idgen's WAL resource manager id, from the range PostgreSQL leaves to extensions (128–255).
 /// Another extension using the same id stops the server at start with a message naming both.
@@ -54,139 +53,6 @@ const RMGR_NAME: &CStr = c"pg_idgen";
 const XLOG_MARK_V0: u8 = 0x10;
 const XLOG_MARK: u8 = 0x20;
 
-/// The snowflake family's mark: the one the record's layout and node id are about.
-const SNOWFLAKE: usize = families::SNOWFLAKE.index;
-
-/// What a mark file or WAL record says.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct MarkRecord {
-    /// One mark per family, in registry order (`families::FAMILIES`).
-    pub marks_us: [i64; FAMILIES],
-    /// The snowflake layout in use; None in a file of version 0.2, which did not say.
-    pub layout: Option<Layout>,
-    pub node_id: Option<u32>,
-    /// Whether snowflake ids may have been made under this data directory: true once a node id
-    /// was set (snowflake ids need one) or a snowflake floor was advanced; then it stays true.
-    pub snowflake_made: bool,
-}
-
-impl MarkRecord {
-    /// The later of two records, family by family (a crash between writing the two copies leaves
-    /// one newer; either is durable).
-    fn later(&self, other: &MarkRecord) -> MarkRecord {
-        // The layout of the later snowflake mark: that copy was written last (ties: the main file).
-        let newer = if self.marks_us[SNOWFLAKE] >= other.marks_us[SNOWFLAKE] { self } else { other };
-        MarkRecord {
-            marks_us: std::array::from_fn(|i| self.marks_us[i].max(other.marks_us[i])),
-            snowflake_made: self.snowflake_made || other.snowflake_made,
-            ..*newer
-        }
-    }
-
-    fn latest_us(&self) -> i64 {
-        self.marks_us.iter().copied().max().unwrap_or(0)
-    }
-
-    /// A record of version 0.2: one mark for all.
-    fn version02(mark_us: i64) -> MarkRecord {
-        MarkRecord { marks_us: [mark_us; FAMILIES], layout: None, node_id: None, snowflake_made: true }
-    }
-
-    fn to_text(self) -> String {
-        let mut text = format!("{FORMAT_LINE}\n");
-        for (family, mark_us) in REGISTRY.iter().zip(self.marks_us) {
-            text += &format!("mark_us {} {mark_us}\n", family.key);
-        }
-        if let Some(l) = self.layout {
-            text += &format!(
-                "snowflake_layout {} {} {} {} {} {}\n",
-                l.preset.name(),
-                l.time_bits,
-                l.node_bits,
-                l.sequence_bits,
-                l.unit_ms,
-                l.epoch_us
-            );
-        }
-        text += &format!("node_id {}\n", self.node_id.map_or("unset".into(), |n| n.to_string()));
-        text += &format!("snowflake_made {}\n", self.snowflake_made);
-        text
-    }
-}
-
-/// What one copy of the file holds.
-#[derive(Debug, PartialEq)]
-enum FileContent {
-    Missing,
-    Damaged(String),
-    Record(MarkRecord),
-    /// Version 0.2's format, a bare number: one file, no copy, no layout.
-    Version02(MarkRecord),
-    /// Written by a start under pg_upgrade into a data directory that had no mark: the ids the
-    /// old cluster made are unknown until its file is copied in.
-    MadeByPgUpgrade,
-}
-
-impl FileContent {
-    /// A file of version 0.2 beside another copy is taken as a record like any other.
-    fn without_version(self) -> FileContent {
-        match self {
-            FileContent::Version02(record) => FileContent::Record(record),
-            other => other,
-        }
-    }
-}
-
-/// Parses the file format (also the payload of a WAL record). A bare number is version 0.2's
-/// format: the mark alone.
-fn parse(text: &str) -> FileContent {
-    let damaged = || FileContent::Damaged(text.trim().chars().take(80).collect());
-    if let Ok(mark_us) = text.trim().parse::<i64>() {
-        return FileContent::Version02(MarkRecord::version02(mark_us));
-    }
-    let mut lines = text.lines();
-    if lines.next() != Some(FORMAT_LINE) {
-        return damaged();
-    }
-    let (mut marks_us, mut layout, mut node_id, mut snowflake_made) = ([None; FAMILIES], None, None, None);
-    for line in lines {
-        let mut words = line.split_whitespace();
-        let (Some(key), values) = (words.next(), words.collect::<Vec<_>>()) else { continue };
-        match (key, values.as_slice()) {
-            (MADE_BY_PG_UPGRADE, []) => return FileContent::MadeByPgUpgrade,
-            ("mark_us", [key, v]) => match families::by_key(key) {
-                Some(family) => marks_us[family.index] = v.parse::<i64>().ok(),
-                None => return damaged(),
-            },
-            ("snowflake_layout", [preset, time, node, sequence, unit, epoch]) => {
-                let number = |v: &str| v.parse::<u64>().ok();
-                layout = match (Preset::from_name(preset), number(time), number(node), number(sequence), number(unit), epoch.parse().ok()) {
-                    (Some(preset), Some(t), Some(n), Some(s), Some(unit_ms), Some(epoch_us)) => {
-                        match Layout::new(preset, t as u32, n as u32, s as u32, unit_ms, epoch_us) {
-                            Ok(layout) => Some(layout),
-                            Err(_) => return damaged(),
-                        }
-                    }
-                    _ => return damaged(),
-                }
-            }
-            ("node_id", ["unset"]) => node_id = Some(None),
-            ("node_id", [v]) => match v.parse::<u32>() {
-                Ok(n) => node_id = Some(Some(n)),
-                Err(_) => return damaged(),
-            },
-            ("snowflake_made", [v]) => snowflake_made = v.parse::<bool>().ok(),
-            _ => return damaged(),
-        }
-    }
-    match (marks_us, node_id, snowflake_made) {
-        (marks_us, Some(node_id), Some(snowflake_made)) if marks_us.iter().all(Option::is_some) => {
-            let marks_us = marks_us.map(|mark_us| mark_us.unwrap_or_default());
-            FileContent::Record(MarkRecord { marks_us, layout, node_id, snowflake_made })
-        }
-        _ => damaged(),
-    }
-}
 
 /// The record for new marks: this server's layout and node id.
 ///
@@ -326,7 +192,7 @@ fn check_layout_change(config: &Config, old: &Layout, mark_us: i64) {
     let first_safe = new.first_tick_at_or_above(old.bound_before(mark_us));
     match first_safe {
         Some(tick) if new.clock().tick_start_us(tick) <= start_us => {
-            log!("pg_idgen: snowflake layout changed from {} to {}; new ids continue above the old ones", old.describe(), new.describe());
+            log!("pg_idgen: snowflake layout changed from {} to {}; new ids continue above the old ones", old.describe(clock::format_unix_micros), new.describe(clock::format_unix_micros));
         }
         _ => {
             let changed = changed_settings(old, new);
@@ -348,9 +214,9 @@ fn check_layout_change(config: &Config, old: &Layout, mark_us: i64) {
             )
             .set_detail(format!(
                 "Ids were made with layout {} up to {}; the layout {} would start below them.",
-                old.describe(),
+                old.describe(clock::format_unix_micros),
                 clock::format_unix_micros(mark_us),
-                new.describe()
+                new.describe(clock::format_unix_micros)
             ))
             .set_hint(format!("Set {} again and start the server.{}", back.join(", "), later.unwrap_or_default()))
             .report(PgLogLevel::FATAL);
@@ -393,7 +259,9 @@ fn restore(state: &SharedState, config: &Config, record: &MarkRecord) {
     state.mark.note_persisted(record.marks_us);
     state.mark.snowflake_made.fetch_or(record.snowflake_made, Relaxed);
     for (i, generator) in Generator::all(config).iter().enumerate() {
-        let mut floor = generator.shape.first_stamp_from(record.marks_us[i]);
+        // At least 1: stamp 0 is never handed out, so a floor of 1 says that nothing was (a family
+        // newer than the record has mark 0).
+        let mut floor = generator.shape.first_stamp_from(record.marks_us[i]).max(1);
         if let (SNOWFLAKE, Some(old), true) = (i, record.layout, record.snowflake_made) {
             // Snowflake ids of another layout: continue above every id it can have made.
             let new = &config.layout;
@@ -558,19 +426,20 @@ pub fn register_wal_resource_manager() {
 ///
 /// # Safety
 /// `record` is the record being replayed or described, of pg_idgen's resource manager.
-unsafe fn decode_record(record: *mut pg_sys::XLogReaderState) -> Option<MarkRecord> {
+unsafe fn decode_record(record: *mut pg_sys::XLogReaderState) -> Result<MarkRecord, String> {
     // SAFETY: the reader's decoded record and its main data are valid while it is replayed.
     unsafe {
         let decoded = &*(*record).record;
         let info = decoded.header.xl_info & pg_sys::XLR_RMGR_INFO_MASK as u8;
         let bytes = std::slice::from_raw_parts(decoded.main_data.cast::<u8>(), decoded.main_data_len as usize);
+        let text = String::from_utf8_lossy(bytes);
         match info {
-            XLOG_MARK_V0 if bytes.len() == 8 => Some(MarkRecord::version02(i64::from_le_bytes(bytes.try_into().ok()?))),
-            XLOG_MARK => match parse(std::str::from_utf8(bytes).ok()?) {
-                FileContent::Record(record) | FileContent::Version02(record) => Some(record),
-                _ => None,
+            XLOG_MARK_V0 if bytes.len() == 8 => Ok(MarkRecord::version02(i64::from_le_bytes(bytes.try_into().unwrap_or_default()))),
+            XLOG_MARK => match parse(&text) {
+                FileContent::Record(record) | FileContent::Version02(record) => Ok(record),
+                _ => Err(format!("a high-water mark this version cannot read: \"{}\"", text.trim().replace('\n', "; "))),
             },
-            _ => None,
+            _ => Err(format!("record type 0x{info:02X}")),
         }
     }
 }
@@ -579,9 +448,14 @@ unsafe fn decode_record(record: *mut pg_sys::XLogReaderState) -> Option<MarkReco
 /// shared memory, so that a later restart or promotion honours it.
 #[pg_guard]
 unsafe extern "C-unwind" fn redo(record: *mut pg_sys::XLogReaderState) {
-    let Some(record) = (unsafe { decode_record(record) }) else {
-        error!("pg_idgen: unknown WAL record");
-    };
+    // SAFETY: PostgreSQL replays `record`, a record of this resource manager.
+    let record = unsafe { decode_record(record) }.unwrap_or_else(|what| {
+        fail(
+            PgLogLevel::ERROR,
+            format!("pg_idgen cannot replay a WAL record: {what}"),
+            "A newer version of pg_idgen wrote it (a family or a format this one does not know): install that version on this server.".into(),
+        )
+    });
     let state = crate::shmem::shared();
     // Why the files first, and why a failure stops recovery: limits from a record the files do not
     // hold would let a promoted server hand out ids that, once a checkpoint passes the record, a
@@ -599,15 +473,17 @@ unsafe extern "C-unwind" fn redo(record: *mut pg_sys::XLogReaderState) {
 
 #[pg_guard]
 unsafe extern "C-unwind" fn describe(buf: pg_sys::StringInfo, record: *mut pg_sys::XLogReaderState) {
+    // SAFETY: PostgreSQL describes `record`, a record of this resource manager.
     let text = match unsafe { decode_record(record) } {
-        Some(record) => format!(
+        Ok(record) => format!(
             "high-water marks {}{}",
             REGISTRY.iter().zip(record.marks_us).map(|(family, us)| format!("{} {}", family.key, clock::format_unix_micros(us))).collect::<Vec<_>>().join(", "),
-            record.layout.map(|l| format!("; layout {}", l.describe())).unwrap_or_default()
+            record.layout.map(|l| format!("; layout {}", l.describe(clock::format_unix_micros))).unwrap_or_default()
         ),
-        None => "unknown".to_string(),
+        Err(what) => format!("unreadable: {what}"),
     };
     let text = std::ffi::CString::new(text).unwrap_or_default();
+    // SAFETY: `buf` is the caller's StringInfo; the text is NUL-terminated.
     unsafe { pg_sys::appendStringInfoString(buf, text.as_ptr()) };
 }
 
@@ -667,37 +543,5 @@ pub fn advance_past(generator: &Generator, stamp: Stamp, function: &str) {
         // SAFETY: a plain sleep; interrupts are checked right after.
         unsafe { pg_sys::pg_usleep(5_000) };
         pgrx::check_for_interrupts!();
-    }
-}
-
-#[cfg(any(test, feature = "pg_test"))]
-#[pgrx::pg_schema]
-mod tests {
-    use super::{parse, FileContent, MarkRecord};
-    use crate::layout::{Layout, Preset};
-    use pgrx::prelude::*;
-
-    #[pg_test]
-    fn a_record_round_trips_through_the_file_format() {
-        let layout = Layout { preset: Preset::Sonyflake, time_bits: 39, node_bits: 16, sequence_bits: 8, unit_ms: 10, epoch_us: 1_735_689_600_000_000 };
-        for record in [
-            MarkRecord { marks_us: [1_763_800_000_123_456, 1, 2_000_000_000_000_000], layout: Some(layout), node_id: Some(7), snowflake_made: true },
-            MarkRecord { marks_us: [5; 3], layout: None, node_id: None, snowflake_made: false },
-        ] {
-            assert_eq!(parse(&record.to_text()), FileContent::Record(record));
-        }
-        assert_eq!(
-            parse("1763800000123456\n"),
-            FileContent::Version02(MarkRecord::version02(1_763_800_000_123_456)),
-            "version 0.2's bare number"
-        );
-        let bad_bits = "pg_idgen mark 1\nmark_us snowflake 5\nmark_us objectid 5\nmark_us uuid7 5\nsnowflake_layout twitter 70 10 12 1 0\nnode_id 1\nsnowflake_made true\n";
-        assert!(matches!(parse(bad_bits), FileContent::Damaged(_)), "a layout that cannot be");
-        assert!(matches!(parse("not a time"), FileContent::Damaged(_)));
-        let bad_node = "pg_idgen mark 1\nmark_us snowflake 5\nmark_us objectid 5\nmark_us uuid7 5\nnode_id 7x\nsnowflake_made true\n";
-        assert!(matches!(parse(bad_node), FileContent::Damaged(_)), "a node id that is not a number");
-        assert!(matches!(parse("pg_idgen mark 1\nmark_us snowflake 5\n"), FileContent::Damaged(_)), "fields missing");
-        assert!(matches!(parse("pg_idgen mark 2\nmark_us snowflake 5\n"), FileContent::Damaged(_)), "a later format");
-        assert_eq!(parse("pg_idgen mark 1\nmade_by_pg_upgrade\n"), FileContent::MadeByPgUpgrade);
     }
 }

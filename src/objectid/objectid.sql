@@ -1,5 +1,5 @@
 -- The objectid type: MongoDB ObjectId, 12 bytes at fixed length (not a varlena), and its
--- generator. Plain C functions of src/objectid.rs (see src/c_function.rs).
+-- generator. Plain C functions of mod.rs beside this file (see src/c_function.rs).
 CREATE TYPE objectid;
 
 CREATE FUNCTION objectid_in(cstring) RETURNS objectid

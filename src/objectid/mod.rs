@@ -8,7 +8,12 @@
 //! borrowed, bounded like snowflake), so no two ObjectIds of a server are ever equal and each is
 //! greater than every one made before it.
 //!
-//! The type's functions are plain C functions declared in `sql/objectid.sql`.
+//! The type's functions are plain C functions declared in `objectid.sql` beside this file; the
+//! bytes themselves are `id.rs`.
+
+mod id;
+
+pub use self::id::{ObjectId, OBJECTID_LEN};
 
 use std::cmp::Ordering;
 use std::ffi::{CStr, CString};
@@ -24,60 +29,13 @@ use crate::families::{OBJECTID, OBJECTID_SHAPE};
 // The type, its operators and casts, and the generator's declarations: all plain C functions.
 pgrx::extension_sql_file!("objectid.sql", name = "objectid");
 
-pub const OBJECTID_LEN: usize = 12;
-
-/// A 12-byte ObjectId. Its byte order is its sort order, as in MongoDB.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct ObjectId(pub [u8; OBJECTID_LEN]);
-
-impl ObjectId {
-    pub fn from_parts(seconds: u32, random: [u8; 5], counter: u32) -> ObjectId {
-        let mut bytes = [0u8; OBJECTID_LEN];
-        bytes[0..4].copy_from_slice(&seconds.to_be_bytes());
-        bytes[4..9].copy_from_slice(&random);
-        bytes[9..12].copy_from_slice(&counter.to_be_bytes()[1..4]);
-        ObjectId(bytes)
-    }
-
-    /// 24 hexadecimal digits, either case.
-    pub fn parse(text: &str) -> Option<ObjectId> {
-        let text = text.as_bytes();
-        if text.len() != 2 * OBJECTID_LEN {
-            return None;
-        }
-        let mut bytes = [0u8; OBJECTID_LEN];
-        for (byte, pair) in bytes.iter_mut().zip(text.chunks_exact(2)) {
-            let high = (pair[0] as char).to_digit(16)?;
-            let low = (pair[1] as char).to_digit(16)?;
-            *byte = (high * 16 + low) as u8;
-        }
-        Some(ObjectId(bytes))
-    }
-
-    /// 24 lowercase hexadecimal digits.
-    pub fn to_hex(&self) -> String {
-        self.0.iter().map(|b| format!("{b:02x}")).collect()
-    }
-
-    pub fn seconds(&self) -> u32 {
-        u32::from_be_bytes(self.0[0..4].try_into().unwrap())
-    }
-
-    pub fn random(&self) -> &[u8] {
-        &self.0[4..9]
-    }
-
-    pub fn counter(&self) -> u32 {
-        u32::from_be_bytes([0, self.0[9], self.0[10], self.0[11]])
-    }
-}
 
 /// Argument `n`, an `objectid` (passed by reference: a pointer to its 12 bytes).
 ///
 /// # Safety
 /// Argument `n` of the call is a non-NULL `objectid`.
 pub unsafe fn arg(fcinfo: pg_sys::FunctionCallInfo, n: usize) -> ObjectId {
+    // SAFETY: per the contract, argument n is a non-NULL objectid: a pointer to 12 bytes.
     unsafe {
         let datum = (*fcinfo).args.as_slice(n + 1)[n].value;
         ObjectId(*datum.cast_mut_ptr::<[u8; OBJECTID_LEN]>())
@@ -86,6 +44,7 @@ pub unsafe fn arg(fcinfo: pg_sys::FunctionCallInfo, n: usize) -> ObjectId {
 
 /// An `objectid` result, copied into memory that PostgreSQL owns.
 pub fn datum(id: ObjectId) -> pg_sys::Datum {
+    // SAFETY: palloc returns 12 writable bytes in the current memory context, or raises an ERROR.
     unsafe {
         let bytes = pg_sys::palloc(OBJECTID_LEN).cast::<[u8; OBJECTID_LEN]>();
         bytes.write(id.0);
@@ -112,6 +71,7 @@ fn invalid_length(length: usize) -> ! {
 }
 
 fn compare(fcinfo: pg_sys::FunctionCallInfo) -> Ordering {
+    // SAFETY: only the comparison functions call this, declared with two objectid arguments.
     unsafe { arg(fcinfo, 0).cmp(&arg(fcinfo, 1)) }
 }
 
@@ -213,26 +173,14 @@ c_functions! {
 }
 
 fn generate() -> ObjectId {
-    let (stamp, _, state) = Generator::take(&OBJECTID, "objectid_gen()");
+    let (stamp, _, state) = Generator::take(&OBJECTID, "objectid_next()");
     ObjectId::from_parts(OBJECTID_SHAPE.tick_of(stamp) as u32, state.objectid_random, OBJECTID_SHAPE.counter_of(stamp) as u32)
 }
 
 #[cfg(any(test, feature = "pg_test"))]
 #[pgrx::pg_schema]
 mod tests {
-    use super::ObjectId;
     use pgrx::prelude::*;
-
-    #[pg_test]
-    fn parts_and_hex_round_trip() {
-        let id = ObjectId::from_parts(0x6567_8901, [1, 2, 3, 4, 5], 0xABCDEF);
-        assert_eq!(id.to_hex(), "65678901" .to_string() + "0102030405" + "abcdef");
-        assert_eq!(ObjectId::parse(&id.to_hex().to_uppercase()), Some(id));
-        assert_eq!((id.seconds(), id.random(), id.counter()), (0x6567_8901, &[1u8, 2, 3, 4, 5][..], 0xABCDEF));
-        assert_eq!(ObjectId::parse("6567890101020304050abcdef"), None, "25 digits");
-        assert_eq!(ObjectId::parse("65678901010203040abcdeg0"), None, "not hex");
-        assert_eq!(ObjectId::parse(""), None);
-    }
 
     #[pg_test]
     fn generated_ids_increase_within_a_backend() {

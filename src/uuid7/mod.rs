@@ -8,23 +8,15 @@
 //! millisecond (time borrowed, bounded like snowflake). rand_b comes from a CSPRNG seeded in
 //! each backend.
 
+mod bytes;
+
+pub use self::bytes::{from_parts, parts_of_any};
+
 use pgrx::prelude::*;
 
 use crate::engine::Generator;
 use crate::families::{UUID_V7, UUID_V7_SHAPE};
 use crate::random;
-
-/// The bytes of a v7 UUID with the given ms, counter and 62 bits of rand_b (the top two are
-/// replaced by the variant).
-pub fn from_parts(ms: u64, counter: u16, rand_b: u64) -> [u8; 16] {
-    let mut bytes = [0u8; 16];
-    bytes[0..6].copy_from_slice(&ms.to_be_bytes()[2..8]);
-    let version_and_counter = 0x7000 | (counter & 0x0FFF);
-    bytes[6..8].copy_from_slice(&version_and_counter.to_be_bytes());
-    let variant_and_random = (rand_b & 0x3FFF_FFFF_FFFF_FFFF) | 0x8000_0000_0000_0000;
-    bytes[8..16].copy_from_slice(&variant_and_random.to_be_bytes());
-    bytes
-}
 
 #[pg_extern(volatile, parallel_safe)]
 /// The next UUIDv7 of this server: greater than every one it handed out before, from any backend.
@@ -73,16 +65,6 @@ REVOKE EXECUTE ON FUNCTION uuid_v7_advance_past(uuid) FROM PUBLIC;
 #[pgrx::pg_schema]
 mod tests {
     use pgrx::prelude::*;
-
-    #[pg_test]
-    fn parts_land_where_rfc_9562_puts_them() {
-        let bytes = super::from_parts(0x0123_4567_89AB, 0xCDE, u64::MAX);
-        assert_eq!(bytes[0..6], [0x01, 0x23, 0x45, 0x67, 0x89, 0xAB], "48-bit ms, big-endian");
-        assert_eq!(bytes[6], 0x7C, "version 7, then the counter's high nibble");
-        assert_eq!(bytes[7], 0xDE);
-        assert_eq!(bytes[8] >> 6, 0b10, "variant 10");
-        assert_eq!(bytes[8] & 0x3F, 0x3F);
-    }
 
     #[pg_test]
     fn generated_uuids_are_version_7_and_increase() {
