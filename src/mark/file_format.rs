@@ -163,15 +163,17 @@ pub fn parse(text: &str) -> FileContent {
 
 #[cfg(test)]
 mod tests {
-    use super::{parse, FileContent, MarkRecord};
+    use super::{parse, FileContent, MarkRecord, FAMILIES};
     use crate::layout::{Layout, Preset};
 
     #[test]
     fn a_record_round_trips_through_the_file_format() {
         let layout = Layout { preset: Preset::Sonyflake, time_bits: 39, node_bits: 16, sequence_bits: 8, unit_ms: 10, epoch_us: 1_735_689_600_000_000 };
+        // Marks that differ family by family, whatever the registry holds.
+        let marks_us = std::array::from_fn(|i| 1_763_800_000_123_456 + i as i64 * 1_000_000_007);
         for record in [
-            MarkRecord { marks_us: [1_763_800_000_123_456, 1, 2_000_000_000_000_000], layout: Some(layout), node_id: Some(7), snowflake_made: true },
-            MarkRecord { marks_us: [5; 3], layout: None, node_id: None, snowflake_made: false },
+            MarkRecord { marks_us, layout: Some(layout), node_id: Some(7), snowflake_made: true },
+            MarkRecord { marks_us: [5; FAMILIES], layout: None, node_id: None, snowflake_made: false },
         ] {
             assert_eq!(parse(&record.to_text()), FileContent::Record(record));
         }
