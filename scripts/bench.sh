@@ -102,7 +102,14 @@ if [ -n "${BASELINE_REV:-}" ]; then
     rm -rf "$PKG" "$WORK_ROOT/baseline-src" && mkdir -p "$WORK_ROOT/baseline-src"
     git archive "$BASELINE_REV" | tar -x -C "$WORK_ROOT/baseline-src"
     package "$WORK_ROOT/baseline-src" baseline
+    # Why the touch: both builds write the same target/release/libpg_idgen.so, and cargo, finding
+    # this tree's sources older than its last build, would package the baseline's library as ours.
+    touch src/lib.rs
     package . current
+    if cmp -s "$PKG/baseline$LIBDIR/pg_idgen.so" "$PKG/current$LIBDIR/pg_idgen.so"; then
+        echo "the two builds packaged the same library: the comparison would measure one build twice" >&2
+        exit 1
+    fi
     chmod -R a+rX "$PKG"
     trap 'cluster_remove bench; cluster_remove bench-baseline; cluster_remove bench-current' EXIT
     port=54332
