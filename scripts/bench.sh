@@ -6,9 +6,10 @@
 #   ./dev bench            (N=5000000, 3 interleaved rounds)
 #   N=1000000 ROUNDS=1 ./dev bench
 #   BASELINE_REV=<git revision> ./dev bench
-#                          also times snowflake_next() of that revision against this one, in two
-#                          clusters side by side, COMPARE_ROUNDS (30) alternating rounds (the cost
-#                          of a change on the hot path); ONLY_COMPARE=1 skips everything else
+#                          also times snowflake_next() and uuid_v7_next() of that revision against
+#                          this one, in two clusters side by side, COMPARE_ROUNDS (30) alternating
+#                          rounds, and counts their instructions under callgrind (the cost of a
+#                          change on the hot path); ONLY_COMPARE=1 skips everything else
 cd "$(dirname "$0")/.."
 source scripts/lib.sh
 
@@ -85,7 +86,7 @@ if [ -z "${ONLY_COMPARE:-}" ]; then
          "the same backend calls it $raw_rate times/s when the cap is out of the way"
 fi
 
-# 3. Optional: snowflake_next() of another revision against this one, same layout as in 1. Both
+# 3. Optional: the generators of another revision against this one, same layout as in 1. Both
 #    builds are packaged into directories of their own, and two clusters run side by side, each
 #    loading its build through dynamic_library_path. Rounds alternate between them (which one
 #    goes first alternates too), so both see the same moments of this shared machine. Then each
@@ -97,14 +98,15 @@ if [ -n "${BASELINE_REV:-}" ]; then
     target=$PWD/target
     package() { # package SOURCE-DIR NAME
         say "packaging $2"
+        # Why the touch: both builds write the same target/release/libpg_idgen.so, and cargo, finding
+        # a tree's sources older than its last build (git archive dates files by the commit), would
+        # package the other build's library instead.
+        touch "$1/src/lib.rs"
         (cd "$1" && CARGO_TARGET_DIR=$target cargo pgrx package --pg-config "$PG_CONFIG" --out-dir "$PKG/$2" >/dev/null)
     }
     rm -rf "$PKG" "$WORK_ROOT/baseline-src" && mkdir -p "$WORK_ROOT/baseline-src"
     git archive "$BASELINE_REV" | tar -x -C "$WORK_ROOT/baseline-src"
     package "$WORK_ROOT/baseline-src" baseline
-    # Why the touch: both builds write the same target/release/libpg_idgen.so, and cargo, finding
-    # this tree's sources older than its last build, would package the baseline's library as ours.
-    touch src/lib.rs
     package . current
     if cmp -s "$PKG/baseline$LIBDIR/pg_idgen.so" "$PKG/current$LIBDIR/pg_idgen.so"; then
         echo "the two builds packaged the same library: the comparison would measure one build twice" >&2
@@ -117,35 +119,40 @@ if [ -n "${BASELINE_REV:-}" ]; then
         cluster_remove bench-$build
         cluster_start bench-$build $port "dynamic_library_path = '$PKG/$build$LIBDIR:\$libdir'" \
             "shared_preload_libraries = 'pg_idgen'" "pg_idgen.node_id = 1" "pg_idgen.node_bits = 4" "pg_idgen.sequence_bits = 18"
-        # Only the function timed, from this cluster's own build; no CREATE EXTENSION (its SQL is
-        # the installed version's).
+        # Only the functions timed, from this cluster's own build; no CREATE EXTENSION (its SQL is
+        # the installed version's). Both are pgrx functions of plain types, in every version.
         cluster_psql bench-$build -q -c "CREATE FUNCTION snowflake_next() RETURNS bigint LANGUAGE c VOLATILE
-                                           AS 'pg_idgen', 'snowflake_next_wrapper'" -f scripts/bench_seconds.sql
+                                           AS 'pg_idgen', 'snowflake_next_wrapper'" \
+            -c "CREATE FUNCTION uuid_v7_next() RETURNS uuid LANGUAGE c VOLATILE AS 'pg_idgen', 'uuid_v7_next_wrapper'" \
+            -f scripts/bench_seconds.sql
         port=$((port + 1))
     done
-    round() { # round BUILD: ns per call above the empty baseline, one measurement
-        cluster_psql bench-$1 -At -c "SELECT round(((bench_seconds('snowflake_next()', $N) - bench_seconds('g', $N)) * 1e9 / $N)::numeric, 1)"
+    compared=("snowflake_next()" "uuid_v7_next()")
+    round() { # round BUILD EXPR: ns per call above the empty baseline, one measurement
+        cluster_psql bench-$1 -At -c "SELECT round(((bench_seconds('$2', $N) - bench_seconds('g', $N)) * 1e9 / $N)::numeric, 1)"
     }
     rounds=${COMPARE_ROUNDS:-30}
-    say "snowflake_next() of $BASELINE_REV against the current build: $rounds alternating rounds, N=$N, layout 41/4/18"
-    round baseline >/dev/null && round current >/dev/null # warm-up
-    : >"$PKG/costs"
-    for r in $(seq "$rounds"); do
-        order="baseline current"
-        [ $((r % 2)) = 0 ] && order="current baseline"
-        for build in $order; do echo "$build $(round $build)" >>"$PKG/costs"; done
-    done
     best() { awk -v b="$1" '$1 == b { print $2 }' "$PKG/costs" | sort -n | head -1; }
     median() { awk -v b="$1" '$1 == b { print $2 }' "$PKG/costs" | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
     change() { awk -v a="$2" -v b="$1" 'BEGIN { printf "%+.1f%%", 100 * (a - b) / b }'; }
-    printf '%-12s %10s %10s\n' "ns/call" best median "$BASELINE_REV" "$(best baseline)" "$(median baseline)" current "$(best current)" "$(median current)"
-    echo "snowflake_next() cost change: best $(change "$(best baseline)" "$(best current)"), median $(change "$(median baseline)" "$(median current)")"
+    for expr in "${compared[@]}"; do
+        say "$expr of $BASELINE_REV against the current build: $rounds alternating rounds, N=$N, layout 41/4/18"
+        round baseline "$expr" >/dev/null && round current "$expr" >/dev/null # warm-up
+        : >"$PKG/costs"
+        for r in $(seq "$rounds"); do
+            order="baseline current"
+            [ $((r % 2)) = 0 ] && order="current baseline"
+            for build in $order; do echo "$build $(round $build "$expr")" >>"$PKG/costs"; done
+        done
+        printf '%-12s %10s %10s\n' "ns/call" best median "$BASELINE_REV" "$(best baseline)" "$(median baseline)" current "$(best current)" "$(median current)"
+        echo "$expr cost change: best $(change "$(best baseline)" "$(best current)"), median $(change "$(median baseline)" "$(median current)")"
+    done
 
     # Instructions per call, counted by callgrind: repeatable on a shared machine, where times are
     # not. The cluster runs under valgrind; one session counts the empty loop, another the same
-    # loop calling snowflake_next(); the difference per call is the function's cost.
-    instructions_per_call() { # instructions_per_call BUILD
-        local name=bench-$1 out=$WORK_ROOT/callgrind-$1 calls=200000
+    # loop calling the function; the difference per call is the function's cost.
+    instructions_per_call() { # instructions_per_call BUILD EXPR
+        local name=bench-$1 expr=$2 out=$WORK_ROOT/callgrind-$1 calls=200000
         cluster_stop $name
         rm -rf "$out" && as_postgres mkdir -p "$out"
         env -u RUST_BACKTRACE runuser -u postgres -- valgrind --tool=callgrind --trace-children=yes \
@@ -154,7 +161,7 @@ if [ -n "${BASELINE_REV:-}" ]; then
         cluster_psql $name -Atc "SELECT snowflake_next()" >/dev/null # waits for the first mark
         local empty calling
         empty=$(cluster_psql $name -Atc "SELECT pg_backend_pid() FROM (SELECT count(g) FROM (SELECT generate_series(1, $calls) AS g) AS s) AS c")
-        calling=$(cluster_psql $name -Atc "SELECT pg_backend_pid() FROM (SELECT count(snowflake_next()) FROM (SELECT generate_series(1, $calls) AS g) AS s) AS c")
+        calling=$(cluster_psql $name -Atc "SELECT pg_backend_pid() FROM (SELECT count($expr) FROM (SELECT generate_series(1, $calls) AS g) AS s) AS c")
         cluster_stop $name
         local ir_empty ir_calling
         ir_empty=$(awk '/^(summary|totals):/ { print $2; exit }' "$out/$empty.out")
@@ -162,9 +169,11 @@ if [ -n "${BASELINE_REV:-}" ]; then
         echo $(((ir_calling - ir_empty) / calls))
     }
     command -v valgrind >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq valgrind >/dev/null
-    say "snowflake_next() instructions per call (callgrind), $BASELINE_REV against the current build"
-    ir_before=$(instructions_per_call baseline)
-    ir_after=$(instructions_per_call current)
-    printf '%-12s %12s\n' build "instructions" "$BASELINE_REV" "$ir_before" current "$ir_after"
-    echo "snowflake_next() instructions per call: $(awk -v a="$ir_after" -v b="$ir_before" 'BEGIN { printf "%+.1f%%", 100 * (a - b) / b }')"
+    for expr in "${compared[@]}"; do
+        say "$expr instructions per call (callgrind), $BASELINE_REV against the current build"
+        ir_before=$(instructions_per_call baseline "$expr")
+        ir_after=$(instructions_per_call current "$expr")
+        printf '%-12s %12s\n' build "instructions" "$BASELINE_REV" "$ir_before" current "$ir_after"
+        echo "$expr instructions per call: $(awk -v a="$ir_after" -v b="$ir_before" 'BEGIN { printf "%+.1f%%", 100 * (a - b) / b }')"
+    done
 fi

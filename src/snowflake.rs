@@ -19,7 +19,7 @@ fn snowflake_next() -> i64 {
     shmem::shared();
     let config = settings::config();
     let node_id = config.node_id.unwrap_or_else(|| errors::node_id_unset());
-    let (stamp, _, _) = Generator::take(&SNOWFLAKE, "snowflake_next()");
+    let (stamp, _) = Generator::of(&SNOWFLAKE, config).take("snowflake_next()");
     id_of_stamp(&config.layout, stamp, node_id)
 }
 

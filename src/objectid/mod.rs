@@ -26,6 +26,8 @@ use crate::engine::Generator;
 use crate::errors;
 use crate::families::{OBJECTID, OBJECTID_SHAPE};
 
+const GENERATOR: Generator = Generator::fixed(&OBJECTID, OBJECTID_SHAPE);
+
 // The type, its operators and casts, and the generator's declarations: all plain C functions.
 pgrx::extension_sql_file!("objectid.sql", name = "objectid");
 
@@ -160,8 +162,7 @@ c_functions! {
         crate::shmem::shared();
         // The next second: within one second, the random bytes (ours or the id's) decide the order.
         let last_of_second = OBJECTID_SHAPE.stamp(arg(fcinfo, 0).seconds() as u64, 0xFF_FFFF);
-        let generator = Generator::of(&OBJECTID, crate::settings::config());
-        crate::mark::advance_past(&generator, last_of_second, "objectid_advance_past()");
+        crate::mark::advance_past(&GENERATOR, last_of_second, "objectid_advance_past()");
         pg_sys::Datum::from(0)
     }
 
@@ -173,7 +174,7 @@ c_functions! {
 }
 
 fn generate() -> ObjectId {
-    let (stamp, _, state) = Generator::take(&OBJECTID, "objectid_next()");
+    let (stamp, state) = GENERATOR.take("objectid_next()");
     ObjectId::from_parts(OBJECTID_SHAPE.tick_of(stamp) as u32, state.objectid_random, OBJECTID_SHAPE.counter_of(stamp) as u32)
 }
 

@@ -18,10 +18,12 @@ use crate::engine::Generator;
 use crate::families::{UUID_V7, UUID_V7_SHAPE};
 use crate::random;
 
+const GENERATOR: Generator = Generator::fixed(&UUID_V7, UUID_V7_SHAPE);
+
 #[pg_extern(volatile, parallel_safe)]
 /// The next UUIDv7 of this server: greater than every one it handed out before, from any backend.
 fn uuid_v7_next() -> pgrx::Uuid {
-    let (stamp, _, _) = Generator::take(&UUID_V7, "uuid_v7_next()");
+    let (stamp, _) = GENERATOR.take("uuid_v7_next()");
     let mut rand_b = [0u8; 8];
     random::fill(&mut rand_b);
     let (ms, counter) = (UUID_V7_SHAPE.tick_of(stamp), UUID_V7_SHAPE.counter_of(stamp));
@@ -44,8 +46,7 @@ fn uuid_v7_advance_past(id: pgrx::Uuid) {
     }
     let ms = bytes[0..6].iter().fold(0u64, |acc, &b| acc << 8 | b as u64);
     let counter = u16::from_be_bytes([bytes[6], bytes[7]]) as u64 & 0x0FFF;
-    let generator = Generator::of(&UUID_V7, crate::settings::config());
-    crate::mark::advance_past(&generator, UUID_V7_SHAPE.stamp(ms, counter), "uuid_v7_advance_past()");
+    crate::mark::advance_past(&GENERATOR, UUID_V7_SHAPE.stamp(ms, counter), "uuid_v7_advance_past()");
 }
 
 pgrx::extension_sql!(
