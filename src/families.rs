@@ -27,6 +27,13 @@ pub struct Shape {
 }
 
 impl Shape {
+    /// ```
+    /// use pg_idgen::families::OBJECTID_SHAPE as shape;
+    /// let stamp = shape.stamp(1_700_000_000, 42); // a second, and the counter within it
+    /// assert_eq!(stamp, 1_700_000_000 << 24 | 42);
+    /// assert_eq!((shape.tick_of(stamp), shape.counter_of(stamp)), (1_700_000_000, 42));
+    /// assert_eq!(shape.start_us(stamp), 1_700_000_000_000_000);
+    /// ```
     #[inline]
     pub fn stamp(&self, tick: u64, counter: u64) -> Stamp {
         tick << self.counter_bits | counter

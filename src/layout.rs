@@ -163,6 +163,13 @@ impl Layout {
         (self.max_sequence() + 1) * 1000 / self.unit_ms
     }
 
+    /// ```
+    /// use pg_idgen::layout::{Parts, Preset};
+    /// let twitter = Preset::Twitter.layout(); // 41 bits of ms, 10 node bits, 12 sequence bits
+    /// let id = twitter.compose(Parts { tick: 1000, node_id: 7, sequence: 5 });
+    /// assert_eq!(id, (1000 << 22) | (7 << 12) | 5);
+    /// assert_eq!(twitter.decompose(id), Parts { tick: 1000, node_id: 7, sequence: 5 });
+    /// ```
     pub fn compose(&self, parts: Parts) -> i64 {
         debug_assert!(parts.tick <= self.max_tick() && parts.node_id <= self.max_node_id());
         ((parts.tick << (self.node_bits + self.sequence_bits)) | (parts.node_id << self.sequence_bits) | parts.sequence)

@@ -1,24 +1,27 @@
 //! pg_idgen: unique ids made inside PostgreSQL. This file only wires the modules together.
+//!
+//! The modules of the pure layer are public for their doc examples: `families`, `layout`,
+//! `clock::tick`, `objectid::ObjectId`, `uuid7::from_parts`. Nothing else is an API.
 
 use pgrx::prelude::*;
 
 mod c_function;
-mod clock;
+pub mod clock;
 mod clock_worker;
 mod decode;
 mod engine;
 mod errors;
-mod families;
-mod layout;
+pub mod families;
+pub mod layout;
 mod mark;
-mod objectid;
+pub mod objectid;
 mod random;
 mod segment;
 mod settings;
 mod shmem;
 mod snowflake;
 mod status;
-mod uuid7;
+pub mod uuid7;
 
 ::pgrx::pg_module_magic!();
 

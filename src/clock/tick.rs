@@ -13,6 +13,14 @@ pub struct TickClock {
 impl TickClock {
     /// The tick of a Unix time, or None before the epoch or past `max_tick`. Rounds down: every
     /// instant inside a tick belongs to it.
+    ///
+    /// ```
+    /// use pg_idgen::clock::tick::TickClock;
+    /// // Milliseconds since 2025-01-01, 41 bits of them.
+    /// let clock = TickClock { epoch_us: 1_735_689_600_000_000, unit_us: 1000, max_tick: (1 << 41) - 1 };
+    /// assert_eq!(clock.tick_at(1_735_689_600_001_999), Some(1));
+    /// assert_eq!(clock.tick_at(1_735_689_599_999_999), None, "before the epoch");
+    /// ```
     #[inline]
     pub fn tick_at(&self, unix_us: i64) -> Option<u64> {
         let since_epoch = unix_us.checked_sub(self.epoch_us)?;

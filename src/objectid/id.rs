@@ -19,6 +19,14 @@ impl ObjectId {
     }
 
     /// 24 hexadecimal digits, either case.
+    ///
+    /// ```
+    /// use pg_idgen::objectid::ObjectId;
+    /// let id = ObjectId::parse("65678901AABBCCDDEE001122").unwrap();
+    /// assert_eq!((id.seconds(), id.counter()), (0x6567_8901, 0x001122));
+    /// assert_eq!(id.to_hex(), "65678901aabbccddee001122");
+    /// assert_eq!(ObjectId::parse("6567890"), None);
+    /// ```
     pub fn parse(text: &str) -> Option<ObjectId> {
         let text = text.as_bytes();
         if text.len() != 2 * OBJECTID_LEN {

@@ -4,6 +4,12 @@
 
 /// The bytes of a v7 UUID with the given ms, counter and 62 bits of rand_b (the top two are
 /// replaced by the variant).
+///
+/// ```
+/// let bytes = pg_idgen::uuid7::from_parts(0x017F_22E2_79B0, 0xCC3, 0);
+/// assert_eq!(bytes[..8], [0x01, 0x7F, 0x22, 0xE2, 0x79, 0xB0, 0x7C, 0xC3]); // ms, version 7, counter
+/// assert_eq!(bytes[8] >> 6, 0b10); // the variant
+/// ```
 pub fn from_parts(ms: u64, counter: u16, rand_b: u64) -> [u8; 16] {
     let mut bytes = [0u8; 16];
     bytes[0..6].copy_from_slice(&ms.to_be_bytes()[2..8]);
