@@ -89,10 +89,11 @@ pub struct ClockPair {
 impl ClockPair {
     /// Reads the wall clock between two monotonic reads, a few times, and keeps the tightest
     /// pair: a process descheduled between the reads would otherwise see a step that is not there.
-    /// Why the later monotonic read, not the midpoint: the offset is then never larger than the
-    /// true one (to within the clocks' 1 µs resolution), so the generator clock, raised to the largest offset seen, never runs ahead of
-    /// the wall clock by the reads' noise (a few µs, enough to stamp an id with the next second
-    /// just before that second begins).
+    /// Why the later monotonic read, plus 1 µs, and not the midpoint: the offset is then smaller
+    /// than the true one (each read truncates to whole µs, which can make their difference up to
+    /// 1 µs too large), so the generator clock, raised to the largest offset seen, never runs
+    /// ahead of the wall clock. Ahead by a µs, it stamped an ObjectId with the next second just
+    /// before that second began (1 in 20 million in `objectids_borrow_a_second_only_past_16_million_in_one_second`).
     pub fn read() -> ClockPair {
         let mut best = (i64::MAX, ClockPair { wall_us: 0, monotonic_us: 0 });
         for _ in 0..8 {
@@ -100,7 +101,7 @@ impl ClockPair {
             let wall_us = wall_unix_micros();
             let after = monotonic_micros();
             if after - before < best.0 {
-                best = (after - before, ClockPair { wall_us, monotonic_us: after });
+                best = (after - before, ClockPair { wall_us, monotonic_us: after + 1 });
             }
             if best.0 <= 20 {
                 break;
