@@ -5,9 +5,17 @@ set -euo pipefail
 
 # The one place that names the PostgreSQL installation; everything else asks its pg_config.
 PG_CONFIG=/usr/lib/postgresql/15/bin/pg_config
-# Empty until ensure_tools has installed PostgreSQL on a fresh machine; it sets it then.
-PG_BIN=$("$PG_CONFIG" --bindir 2>/dev/null || true)
-export PG_CONFIG PG_BIN
+export PG_CONFIG
+
+# Sets PG_BIN, the directory of the PostgreSQL programs, from pg_config.
+find_pg_bin() {
+    PG_BIN=$("$PG_CONFIG" --bindir)
+    export PG_BIN
+}
+
+# On a fresh machine pg_config is not there yet: ensure_tools installs it, then finds PG_BIN.
+PG_BIN=
+[ ! -x "$PG_CONFIG" ] || find_pg_bin
 CARGO_PGRX_VERSION=0.18.0
 # Every cluster and scratch file of this project lives under here, owned by postgres.
 WORK_ROOT=${PG_IDGEN_WORK:-/tmp/pg_idgen}
@@ -27,7 +35,7 @@ ensure_tools() {
         apt-get update -qq
         DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
     fi
-    PG_BIN=$("$PG_CONFIG" --bindir)
+    find_pg_bin
     if [ "$(cargo pgrx --version 2>/dev/null)" != "cargo-pgrx $CARGO_PGRX_VERSION" ]; then
         say "installing cargo-pgrx $CARGO_PGRX_VERSION (about 12 minutes)"
         cargo install cargo-pgrx --version "$CARGO_PGRX_VERSION" --locked

@@ -209,11 +209,7 @@ impl Generator {
                 Some("Check that the background worker \"pg_idgen clock\" runs (pg_idgen_status().clock_worker_pid), and the server log for its errors."),
             );
         }
-        let latch = state.clock_worker_latch.load(Ordering::Acquire);
-        if !latch.is_null() {
-            // SAFETY: the clock worker clears the pointer before its latch goes away.
-            unsafe { pgrx::pg_sys::SetLatch(latch) };
-        }
+        state.wake_clock_worker();
         let started = Instant::now();
         // SAFETY: a plain sleep; interrupts are checked right after.
         unsafe { pgrx::pg_sys::pg_usleep(MARK_WAIT_SLICE_US) };

@@ -151,9 +151,28 @@ impl SharedState {
         }
     }
 
+    /// Wakes the clock worker, if it runs: a generator reached the mark, or a floor was advanced.
+    pub fn wake_clock_worker(&self) {
+        set_latch(&self.clock_worker_latch);
+    }
+
+    /// Wakes the segment worker, if it runs: a range is wanted.
+    pub fn wake_segment_worker(&self) {
+        set_latch(&self.worker_latch);
+    }
+
     /// The condition variable, as PostgreSQL's functions want it.
     pub fn segment_loaded(&self) -> *mut pg_sys::ConditionVariable {
         (&raw const self.segment_loaded).cast_mut()
+    }
+}
+
+/// Sets a worker's latch, published while the worker runs (null otherwise).
+fn set_latch(latch: &AtomicPtr<pg_sys::Latch>) {
+    let latch = latch.load(std::sync::atomic::Ordering::Acquire);
+    if !latch.is_null() {
+        // SAFETY: each worker clears its pointer before its latch goes away.
+        unsafe { pg_sys::SetLatch(latch) };
     }
 }
 

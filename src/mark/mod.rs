@@ -53,7 +53,6 @@ const RMGR_NAME: &CStr = c"pg_idgen";
 const XLOG_MARK_V0: u8 = 0x10;
 const XLOG_MARK: u8 = 0x20;
 
-
 /// The record for new marks: this server's layout and node id.
 ///
 /// Why "made" is true whenever a node id is set, not once an id was seen: a record must say so
@@ -298,8 +297,8 @@ pub fn newest_id_us(state: &SharedState, config: &Config) -> i64 {
 
 /// Called by the clock worker on every look: when less than half the reserve is left between a
 /// family's time in use (the generators' clock, or a value borrowed or floored past it) and its
-/// mark, makes new marks a full reserve ahead of each family's time in use durable (WAL, then
-/// files) and publishes them.
+/// mark, makes new marks a full reserve ahead of each family's time in use durable (files, then
+/// WAL) and publishes them.
 pub fn advance_if_due(state: &SharedState, config: &Config, now: ClockPair) {
     let reserve_us = config.clock_reserve_ms as i64 * 1000;
     let clock_us = state.generator_clock.now_us();
@@ -535,11 +534,7 @@ pub fn advance_past(generator: &Generator, stamp: Stamp, function: &str) {
                 Some("Check that the background worker \"pg_idgen clock\" runs (pg_idgen_status().clock_worker_pid), and call the function again."),
             );
         }
-        let latch = shared.clock_worker_latch.load(Acquire);
-        if !latch.is_null() {
-            // SAFETY: the worker clears the pointer before its latch goes away.
-            unsafe { pg_sys::SetLatch(latch) };
-        }
+        shared.wake_clock_worker();
         // SAFETY: a plain sleep; interrupts are checked right after.
         unsafe { pg_sys::pg_usleep(5_000) };
         pgrx::check_for_interrupts!();

@@ -58,7 +58,7 @@ fn segment_next(tag: TextBytes) -> i64 {
             if offset < len {
                 if offset == prefetch_offset(len) {
                     slot.want_next.store(true, Ordering::Release);
-                    wake_worker(state);
+                    state.wake_segment_worker();
                 }
                 return start + offset as i64;
             }
@@ -109,14 +109,6 @@ fn prefetch_offset(len: u64) -> u64 {
     len * settings::config().segments.prefetch_percent / 100
 }
 
-fn wake_worker(state: &shmem::SharedState) {
-    let latch = state.worker_latch.load(Ordering::Acquire);
-    if !latch.is_null() {
-        // SAFETY: the worker clears the pointer before its latch goes away.
-        unsafe { pg_sys::SetLatch(latch) };
-    }
-}
-
 /// Range `generation` is used up or not loaded yet: switch to the next one if it is there,
 /// else ask the worker and wait for it.
 #[cold]
@@ -147,7 +139,7 @@ fn switch_or_wait(slot: &Slot, tag: &[u8], version: u64, generation: u64, offset
         }
         slot.want_next.store(true, Ordering::Release);
     }
-    wake_worker(state);
+    state.wake_segment_worker();
     wait_for_range(slot, tag, version, generation, deadline.ms());
 }
 
@@ -171,7 +163,7 @@ fn wait_for_range(slot: &Slot, tag: &[u8], version: u64, generation: u64, deadli
             unsafe { pg_sys::ConditionVariableCancelSleep() };
             no_range_in_time(state, tag);
         }
-        wake_worker(state);
+        state.wake_segment_worker();
         // Wakes on the worker's broadcast, a timeout, or an interrupt (it checks for those).
         // SAFETY: prepared to sleep on this condition variable above; it lives in shared memory.
         unsafe { pg_sys::ConditionVariableTimedSleep(cv, remaining.min(100) as _, pg_sys::PG_WAIT_EXTENSION) };
