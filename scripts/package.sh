@@ -9,6 +9,9 @@ source scripts/lib.sh
 version=$(sed -n 's/^version = "\(.*\)"$/\1/p' Cargo.toml | head -1)
 arch=$(dpkg --print-architecture)
 say "building pg_idgen $version for PostgreSQL 15 (cargo pgrx package)"
+# Why the removal: cargo pgrx package adds to the tree of an earlier run, whose scripts of other
+# versions would end up in the package.
+rm -rf target/release/pg_idgen-pg15
 cargo pgrx package --pg-config "$PG_CONFIG" >/dev/null
 root=target/debian/postgresql-15-pg-idgen
 rm -rf "$root"

@@ -10,27 +10,47 @@ COMMENT ON FUNCTION objectid_next() IS
 COMMENT ON FUNCTION objectid_gen() IS
     'The same as objectid_next(), under its name before version 0.4.0.';
 -- Whoever may call objectid_gen() may call objectid_next(), and nobody else: an administrator who
--- revoked the generator from PUBLIC must not find it open again under its new name.
+-- revoked the generator from PUBLIC must not find it open again under its new name. Then the
+-- privileges are the administrator's, not the extension's: GRANT and REVOKE in an extension script
+-- record themselves as the function's initial privileges (pg_init_privs), which pg_dump leaves
+-- out, so a dump restored into a fresh install would open objectid_next() to PUBLIC again.
 DO $$
 DECLARE
+    gen_oid pg_catalog.oid := '@extschema@.objectid_gen()'::pg_catalog.regprocedure;
+    next_oid pg_catalog.oid := '@extschema@.objectid_next()'::pg_catalog.regprocedure;
     gen_acl pg_catalog.aclitem[];
-    grantee pg_catalog.text;
+    entry record;
 BEGIN
-    SELECT p.proacl INTO gen_acl FROM pg_catalog.pg_proc AS p
-     WHERE p.oid OPERATOR(pg_catalog.=) '@extschema@.objectid_gen()'::pg_catalog.regprocedure;
+    SELECT p.proacl INTO gen_acl FROM pg_catalog.pg_proc AS p WHERE p.oid OPERATOR(pg_catalog.=) gen_oid;
     IF gen_acl IS NULL THEN
-        RETURN; -- the default: PUBLIC may call both
+        RETURN; -- the default for both: PUBLIC may call them
     END IF;
-    EXECUTE 'REVOKE EXECUTE ON FUNCTION @extschema@.objectid_next() FROM PUBLIC';
-    FOR grantee IN
+    -- Everyone but the owner loses what the new function got at creation (default privileges too).
+    FOR entry IN
+        SELECT DISTINCT CASE WHEN a.grantee OPERATOR(pg_catalog.=) 0::pg_catalog.oid THEN 'PUBLIC'
+                             ELSE pg_catalog.quote_ident(r.rolname) END AS grantee
+          FROM pg_catalog.pg_proc AS p,
+               pg_catalog.aclexplode(COALESCE(p.proacl, pg_catalog.acldefault('f', p.proowner))) AS a
+          LEFT JOIN pg_catalog.pg_roles AS r ON r.oid OPERATOR(pg_catalog.=) a.grantee
+         WHERE p.oid OPERATOR(pg_catalog.=) next_oid AND a.grantee OPERATOR(pg_catalog.<>) p.proowner
+    LOOP
+        EXECUTE pg_catalog.format('REVOKE ALL ON FUNCTION @extschema@.objectid_next() FROM %s', entry.grantee);
+    END LOOP;
+    FOR entry IN
         SELECT CASE WHEN a.grantee OPERATOR(pg_catalog.=) 0::pg_catalog.oid THEN 'PUBLIC'
-                    ELSE pg_catalog.quote_ident(r.rolname) END
+                    ELSE pg_catalog.quote_ident(r.rolname) END AS grantee,
+               a.is_grantable
           FROM pg_catalog.aclexplode(gen_acl) AS a
           LEFT JOIN pg_catalog.pg_roles AS r ON r.oid OPERATOR(pg_catalog.=) a.grantee
          WHERE a.privilege_type OPERATOR(pg_catalog.=) 'EXECUTE'
     LOOP
-        EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION @extschema@.objectid_next() TO %s', grantee);
+        EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION @extschema@.objectid_next() TO %s%s', entry.grantee,
+                                  CASE WHEN entry.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
     END LOOP;
+    DELETE FROM pg_catalog.pg_init_privs AS i
+     WHERE i.objoid OPERATOR(pg_catalog.=) next_oid
+       AND i.classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass
+       AND i.objsubid OPERATOR(pg_catalog.=) 0;
 END $$;
 
 CREATE FUNCTION snowflake_min(ts timestamptz) RETURNS bigint

@@ -75,7 +75,8 @@ fn install_fixture(version: &str) {
 /// has the current version and exactly the objects of a fresh install — every function's
 /// declaration, privileges and comment, every type, operator, cast and operator class, the tag
 /// table's columns, constraints and triggers — and works. An `objectid_gen()` revoked from PUBLIC
-/// and granted to one role gives `objectid_next()` the same privileges.
+/// and granted to one role gives `objectid_next()` the same privileges, also after a dump of the
+/// updated database is restored into a fresh install.
 #[test]
 fn released_versions_update_to_the_current_objects() {
     install_fixture("0.1.0");
@@ -140,4 +141,23 @@ fn released_versions_update_to_the_current_objects() {
         )
         .unwrap();
     assert_eq!((row.get::<_, bool>(0), row.get::<_, bool>(1)), (false, true), "objectid_next() as objectid_gen() was granted");
+    // And they are the administrator's privileges, which a dump carries: restored into a fresh
+    // install, objectid_next() is not open to PUBLIC again.
+    let dump = cluster.dump("revoked");
+    db.batch_execute("CREATE DATABASE restored").unwrap();
+    cluster.restore(&dump, "restored");
+    let row = cluster
+        .connect_to("restored")
+        .query_one(
+            "SELECT has_function_privilege('public', 'objectid_next()', 'EXECUTE'),
+                    has_function_privilege('app', 'objectid_next()', 'EXECUTE'),
+                    has_function_privilege('public', 'objectid_gen()', 'EXECUTE')",
+            &[],
+        )
+        .unwrap();
+    assert_eq!(
+        (row.get::<_, bool>(0), row.get::<_, bool>(1), row.get::<_, bool>(2)),
+        (false, true, false),
+        "after a dump and restore, objectid_next() as objectid_gen() was granted"
+    );
 }
