@@ -14,7 +14,7 @@ use pgrx::prelude::*;
 
 use crate::clock;
 use crate::errors;
-use crate::layout::{Layout, Parts};
+use crate::layout::{Layout, LayoutError, Parts, Preset};
 use crate::c_function::{self, c_functions, column};
 use crate::clock::tick::TickClock;
 use crate::families::{OBJECTID_SHAPE, UUID_V7_SHAPE};
@@ -26,7 +26,7 @@ use crate::settings;
 pgrx::extension_sql_file!(
     "decode.sql",
     name = "decode",
-    requires = ["objectid", snowflake_timestamp, snowflake_min_id, uuid_v7_min, uuid_v7_timestamp]
+    requires = ["objectid", snowflake_timestamp, snowflake_min_id, snowflake_timestamp_in_layout, snowflake_min_in_layout, uuid_v7_min, uuid_v7_timestamp]
 );
 
 c_functions! {
@@ -44,6 +44,11 @@ c_functions! {
 }
 
 pub fn snowflake_parts(layout: &Layout, id: i64) -> Parts {
+    layout.decompose(require_snowflake(id))
+}
+
+/// `id`, if it can be a snowflake id: an error for a negative one.
+pub fn require_snowflake(id: i64) -> i64 {
     if id < 0 {
         errors::raise(
             PgSqlErrorCode::ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE,
@@ -52,7 +57,7 @@ pub fn snowflake_parts(layout: &Layout, id: i64) -> Parts {
             None,
         );
     }
-    layout.decompose(id)
+    id
 }
 
 #[pg_extern(stable, parallel_safe)]
@@ -69,6 +74,60 @@ fn snowflake_min_id(ts: TimestampWithTimeZone) -> i64 {
     let layout = &settings::config().layout;
     let tick = tick_of(&layout.clock(), "snowflake ids", ts);
     layout.compose(Parts { tick, node_id: 0, sequence: 0 })
+}
+
+#[pg_extern(immutable, parallel_safe, name = "snowflake_timestamp")]
+/// The time of a snowflake id made under the layout the arguments give. IMMUTABLE, unlike the
+/// one-argument form: it can back an index, a stored generated column or a partition key.
+fn snowflake_timestamp_in_layout(
+    id: i64,
+    epoch: TimestampWithTimeZone,
+    time_unit_ms: default!(i32, 1),
+    node_bits: default!(i32, 10),
+    sequence_bits: default!(i32, 12),
+) -> TimestampWithTimeZone {
+    let layout = layout_of_arguments(epoch, time_unit_ms, node_bits, sequence_bits);
+    clock::unix_micros_to_timestamptz(layout.clock().tick_start_us(snowflake_parts(&layout, id).tick))
+}
+
+#[pg_extern(immutable, parallel_safe, name = "snowflake_min")]
+/// The smallest snowflake id made at or after `ts` under the layout the arguments give.
+/// IMMUTABLE: for partition bounds.
+fn snowflake_min_in_layout(
+    ts: TimestampWithTimeZone,
+    epoch: TimestampWithTimeZone,
+    time_unit_ms: default!(i32, 1),
+    node_bits: default!(i32, 10),
+    sequence_bits: default!(i32, 12),
+) -> i64 {
+    let layout = layout_of_arguments(epoch, time_unit_ms, node_bits, sequence_bits);
+    layout.compose(Parts { tick: tick_of(&layout.clock(), "snowflake ids", ts), node_id: 0, sequence: 0 })
+}
+
+/// The layout of the immutable decoders' arguments. The time takes every bit the node and
+/// sequence leave: a layout with fewer time bits makes the same ids, only fewer of them.
+fn layout_of_arguments(epoch: TimestampWithTimeZone, time_unit_ms: i32, node_bits: i32, sequence_bits: i32) -> Layout {
+    if !epoch.is_finite() {
+        errors::raise(PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE, format!("invalid snowflake epoch {epoch}"), None, None);
+    }
+    let epoch_us = clock::pg_to_unix_micros(epoch.into_inner());
+    let layout = match (u32::try_from(node_bits), u32::try_from(sequence_bits), u64::try_from(time_unit_ms)) {
+        (Err(_), _, _) => Err(LayoutError::NodeBits(node_bits as i64)),
+        (_, Err(_), _) => Err(LayoutError::SequenceBits(sequence_bits as i64)),
+        (_, _, Err(_)) => Err(LayoutError::TimeUnit(time_unit_ms as i64)),
+        (Ok(node), Ok(sequence), Ok(unit_ms)) => {
+            let time_bits = 63u32.saturating_sub(node).saturating_sub(sequence);
+            Layout::new(Preset::Twitter, time_bits, node, sequence, unit_ms, epoch_us)
+        }
+    };
+    layout.unwrap_or_else(|error| {
+        errors::raise(
+            PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+            format!("invalid snowflake layout: {time_unit_ms} ms ticks, {node_bits} node bits, {sequence_bits} sequence bits"),
+            Some(error.to_string()),
+            Some("pg_idgen_status() shows this server's layout: time_unit, epoch, and the bits as time/node/sequence in layout."),
+        )
+    })
 }
 
 /// The tick of a time on an id family's clock, for the `…_min` helpers. Rounds down: ids of the

@@ -43,3 +43,7 @@ COMMENT ON FUNCTION uuid_v7_min(timestamptz) IS
     'Smallest UUIDv7 of the millisecond of a time, for WHERE id >= uuid_v7_min(...) range scans.';
 COMMENT ON FUNCTION uuid_v7_timestamp(uuid) IS
     'The millisecond a UUIDv7 was made.';
+COMMENT ON FUNCTION snowflake_timestamp(bigint, timestamptz, int, int, int) IS
+    'The time of a snowflake id under the layout given (epoch, time unit in ms, node bits, sequence bits): IMMUTABLE, for indexes, generated columns and partition keys.';
+COMMENT ON FUNCTION snowflake_min(timestamptz, timestamptz, int, int, int) IS
+    'Smallest snowflake id made at or after a time under the layout given (epoch, time unit in ms, node bits, sequence bits): IMMUTABLE, for partition bounds.';

@@ -33,6 +33,16 @@ const SPIN_LIMIT_US: i64 = 2_000;
 /// How long one wait for a new high-water mark sleeps.
 const MARK_WAIT_SLICE_US: std::ffi::c_long = 1_000;
 
+/// What bounds the values a call may hand out.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Bound {
+    /// The durable high-water mark: a primary.
+    Mark,
+    /// Nothing: a standby cannot move a mark (it writes no WAL), and only families unique by
+    /// their random bits generate there (`take_even_on_standby`).
+    Unbounded,
+}
+
 /// One family's generator: its shape under the configured layout, and its cell in shared memory.
 pub struct Generator {
     pub family: &'static Family,
@@ -64,12 +74,39 @@ impl Generator {
     }
 
     /// What every generator function does: check that it may run (preloaded, not a standby),
-    /// then advance its cell. Returns the new stamp, and the state.
+    /// then advance its cell. Returns the new stamp, and the state. Like nextval(), which a
+    /// standby refuses: its primary may be handing out the same values.
     #[inline]
     pub fn take(&self, function: &str) -> (Stamp, &'static SharedState) {
+        self.take_block(function, 1)
+    }
+
+    /// `take` for `count` consecutive stamps at once: returns the first.
+    #[inline]
+    pub fn take_block(&self, function: &str, count: u64) -> (Stamp, &'static SharedState) {
         let state = crate::shmem::shared();
         errors::refuse_during_recovery(function);
-        (self.next(state, crate::settings::config()), state)
+        (self.next(state, crate::settings::config(), count, Bound::Mark), state)
+    }
+
+    /// `take` for a family whose values carry enough random bits to be unique without a mark
+    /// (UUIDv7: 62, ObjectId: 40 per server start), so a hot standby may make them too. There
+    /// they continue from the floors of the marks it replays: above every value its primary made
+    /// before that mark, increasing through a promotion, and ahead of the clock by up to
+    /// pg_idgen.clock_reserve. A standby's values and its primary's later ones may share a tick
+    /// and counter; their random bits tell them apart.
+    #[inline]
+    pub fn take_even_on_standby(&self) -> (Stamp, &'static SharedState) {
+        let state = crate::shmem::shared();
+        let bound = if errors::recovery_is_over() { Bound::Mark } else { Bound::Unbounded };
+        (self.next(state, crate::settings::config(), 1, bound), state)
+    }
+
+    /// The most stamps one block may take: what may be borrowed beyond the current tick, plus
+    /// that tick. A larger block could never be handed out without waiting past the limit.
+    pub fn max_block(&self, config: &Config) -> u64 {
+        let borrow_ticks = (config.max_clock_borrow_ms as i64 * 1000 / self.shape.clock.unit_us) as u64;
+        (borrow_ticks + 1) << self.shape.counter_bits
     }
 
     /// The stamp of the last value handed out, or None when none was since the last restore or
@@ -98,15 +135,20 @@ impl Generator {
         }
     }
 
-    /// Advances the generator's cell and returns the new stamp.
+    /// Advances the generator's cell by `count` stamps and returns the first of them. Every check
+    /// (borrowing, the time bits, the high-water mark) applies to the last.
     #[inline]
-    pub fn next(&self, state: &SharedState, config: &Config) -> Stamp {
+    fn next(&self, state: &SharedState, config: &Config, count: u64, bound: Bound) -> Stamp {
         let cell = self.cell(state);
+        let limit_of = |cell: &GeneratorCell| match bound {
+            Bound::Mark => cell.limit.load(Ordering::Relaxed),
+            Bound::Unbounded => Stamp::MAX,
+        };
         let shape = &self.shape;
         let borrow_ticks = (config.max_clock_borrow_ms as i64 * 1000 / shape.clock.unit_us) as u64;
         let mut waited_us = 0i64;
         let mut last = cell.last.load(Ordering::Relaxed);
-        let mut limit = cell.limit.load(Ordering::Relaxed);
+        let mut limit = limit_of(cell);
         let mut now_us = Self::now_us(state, config);
         loop {
             let now_tick = shape.clock.tick_at(now_us).unwrap_or_else(|| self.outside_clock(now_us));
@@ -114,7 +156,8 @@ impl Generator {
             if shape.tick_of(candidate) < now_tick {
                 candidate = shape.stamp(now_tick, crate::random::below(shape.tick_start_below));
             }
-            let candidate_tick = shape.tick_of(candidate);
+            let block_end = candidate + (count - 1);
+            let candidate_tick = shape.tick_of(block_end);
             // Why the floor: after a restart or an advance past a restored id, values continue
             // from the floor even while it is ahead of the clock; borrowing counts from there.
             // So the lead shrinks as the clock catches up, instead of the clock being moved.
@@ -131,17 +174,17 @@ impl Generator {
             if candidate_tick > shape.clock.max_tick {
                 self.outside_clock(shape.clock.tick_start_us(candidate_tick));
             }
-            if candidate >= limit {
+            if block_end >= limit {
                 waited_us += self.wait_for_mark(state, config, waited_us);
                 last = cell.last.load(Ordering::Relaxed);
-                limit = cell.limit.load(Ordering::Relaxed);
+                limit = limit_of(cell);
                 now_us = Self::now_us(state, config);
                 continue;
             }
             // Why the clock is not read again after a lost race: `now` from a moment ago still
             // gives a value above `last`, and under contention re-reading it would double the
             // cost of every retry.
-            match cell.last.compare_exchange_weak(last, candidate, Ordering::AcqRel, Ordering::Relaxed) {
+            match cell.last.compare_exchange_weak(last, block_end, Ordering::AcqRel, Ordering::Relaxed) {
                 Ok(_) => return candidate,
                 Err(actual) => last = actual,
             }

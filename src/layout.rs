@@ -16,6 +16,10 @@ pub enum Preset {
     Sonyflake,
     /// 28 bits of seconds, 22 node bits, 13 sequence bits: 8.5 years, 8,192 ids/s per node.
     Uidgen,
+    /// 41 bits of milliseconds, 4 node bits, 8 sequence bits, 53 in all: ids stay below 2^53, so
+    /// a JavaScript number (a JSON number in most parsers) holds them exactly. 69 years,
+    /// 256,000 ids/s per node, 16 nodes.
+    JsSafe,
 }
 
 impl Preset {
@@ -24,6 +28,7 @@ impl Preset {
             "twitter" => Some(Preset::Twitter),
             "sonyflake" => Some(Preset::Sonyflake),
             "uidgen" => Some(Preset::Uidgen),
+            "js_safe" => Some(Preset::JsSafe),
             _ => None,
         }
     }
@@ -33,6 +38,7 @@ impl Preset {
             Preset::Twitter => "twitter",
             Preset::Sonyflake => "sonyflake",
             Preset::Uidgen => "uidgen",
+            Preset::JsSafe => "js_safe",
         }
     }
 
@@ -42,6 +48,7 @@ impl Preset {
             Preset::Twitter => (41, 10, 12, 1),
             Preset::Sonyflake => (39, 16, 8, 10),
             Preset::Uidgen => (28, 22, 13, 1000),
+            Preset::JsSafe => (41, 4, 8, 1),
         };
         Layout { preset: self, time_bits, node_bits, sequence_bits, unit_ms, epoch_us: 0 }
     }
@@ -50,10 +57,11 @@ impl Preset {
 /// Why a layout was refused; the text is shown to the user as the error's DETAIL.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LayoutError {
-    TimeBits(u32),
-    NodeBits(u32),
-    SequenceBits(u32),
-    TimeUnit(u64),
+    // i64: the immutable decoders report their int arguments as given, negative ones too.
+    TimeBits(i64),
+    NodeBits(i64),
+    SequenceBits(i64),
+    TimeUnit(i64),
     Sum(u32),
     EpochInFuture,
     TimeBitsExhausted,
@@ -66,7 +74,7 @@ impl fmt::Display for LayoutError {
             LayoutError::NodeBits(v) => write!(f, "Node bits must be between 0 and 31, not {v}."),
             LayoutError::SequenceBits(v) => write!(f, "Sequence bits must be between 1 and 31, not {v}."),
             LayoutError::TimeUnit(v) => write!(f, "The time unit must be between 1 ms and 1 day, not {v} ms."),
-            LayoutError::Sum(v) => write!(f, "Time, node and sequence bits must add up to 63, not {v}."),
+            LayoutError::Sum(v) => write!(f, "Time, node and sequence bits must add up to at most 63, not {v}."),
             LayoutError::EpochInFuture => write!(f, "The epoch must not be in the future."),
             LayoutError::TimeBitsExhausted => write!(f, "The time bits of this layout have already run out for this epoch."),
         }
@@ -107,20 +115,21 @@ impl Layout {
         unit_ms: u64,
         epoch_us: i64,
     ) -> Result<Layout, LayoutError> {
-        if !(16..=62).contains(&time_bits) {
-            return Err(LayoutError::TimeBits(time_bits));
-        }
         if node_bits > 31 {
-            return Err(LayoutError::NodeBits(node_bits));
+            return Err(LayoutError::NodeBits(node_bits as i64));
         }
         if !(1..=31).contains(&sequence_bits) {
-            return Err(LayoutError::SequenceBits(sequence_bits));
+            return Err(LayoutError::SequenceBits(sequence_bits as i64));
+        }
+        if !(16..=62).contains(&time_bits) {
+            return Err(LayoutError::TimeBits(time_bits as i64));
         }
         if !(1..=MAX_UNIT_MS).contains(&unit_ms) {
-            return Err(LayoutError::TimeUnit(unit_ms));
+            return Err(LayoutError::TimeUnit(unit_ms as i64));
         }
+        // Why fewer than 63 may do: ids below 2^53 survive JavaScript numbers (Preset::JsSafe).
         let sum = time_bits + node_bits + sequence_bits;
-        if sum != 63 {
+        if sum > 63 {
             return Err(LayoutError::Sum(sum));
         }
         Ok(Layout { preset, time_bits, node_bits, sequence_bits, unit_ms, epoch_us })
@@ -251,13 +260,19 @@ mod tests {
         let uidgen = Preset::Uidgen.layout();
         assert_eq!((uidgen.time_bits, uidgen.node_bits, uidgen.sequence_bits, uidgen.unit_ms), (28, 22, 13, 1000));
         assert_eq!(uidgen.ids_per_second_cap(), 8_192);
+        let js_safe = Preset::JsSafe.layout();
+        assert_eq!((js_safe.time_bits, js_safe.node_bits, js_safe.sequence_bits, js_safe.unit_ms), (41, 4, 8, 1));
+        assert_eq!(js_safe.ids_per_second_cap(), 256_000);
+        let largest = js_safe.compose(Parts { tick: js_safe.max_tick(), node_id: js_safe.max_node_id(), sequence: js_safe.max_sequence() });
+        assert_eq!(largest, (1 << 53) - 1, "every js_safe id is a safe JavaScript integer");
         assert_eq!(Preset::from_name("SonyFlake"), Some(Preset::Sonyflake));
         assert_eq!(Preset::from_name("leaf"), None);
     }
 
     #[test]
     fn invalid_layouts_are_refused_with_the_reason() {
-        assert_eq!(Layout::new(Preset::Twitter, 41, 10, 11, 1, 0), Err(LayoutError::Sum(62)));
+        assert_eq!(Layout::new(Preset::Twitter, 42, 10, 12, 1, 0), Err(LayoutError::Sum(64)));
+        assert!(Layout::new(Preset::Twitter, 41, 10, 11, 1, 0).is_ok(), "fewer than 63 bits: smaller ids");
         assert_eq!(Layout::new(Preset::Twitter, 15, 20, 28, 1, 0), Err(LayoutError::TimeBits(15)));
         assert_eq!(Layout::new(Preset::Twitter, 30, 32, 1, 1, 0), Err(LayoutError::NodeBits(32)));
         assert_eq!(Layout::new(Preset::Twitter, 41, 22, 0, 1, 0), Err(LayoutError::SequenceBits(0)));

@@ -1,19 +1,22 @@
 //! pg_idgen: unique ids made inside PostgreSQL. This file only wires the modules together.
 //!
 //! The modules of the pure layer are public for their doc examples: `families`, `layout`,
-//! `clock::tick`, `objectid::ObjectId`, `uuid7::from_parts`. Nothing else is an API.
+//! `clock::tick`, `objectid::ObjectId`, `uuid7::from_parts`, `base32`. Nothing else is an API.
 
 use pgrx::prelude::*;
 
+pub mod base32;
 mod c_function;
 pub mod clock;
 mod clock_worker;
+mod compose;
 mod decode;
 mod engine;
 mod errors;
 pub mod families;
 pub mod layout;
 mod mark;
+mod migrate;
 pub mod objectid;
 mod random;
 mod segment;
@@ -21,6 +24,7 @@ mod settings;
 mod shmem;
 mod snowflake;
 mod status;
+mod text_form;
 pub mod uuid7;
 
 ::pgrx::pg_module_magic!();

@@ -8,7 +8,7 @@
 //! an ERROR on first use instead.
 //!
 //! Each value is checked on its own by its check hook (at start, `SET`, `ALTER SYSTEM`); what
-//! depends on several settings (the bits adding up to 63, the node id fitting the node bits) can
+//! depends on several settings (the bits adding up to at most 63, the node id fitting the node bits) can
 //! only be checked at start.
 
 use std::ffi::{c_char, c_void, CStr, CString};
@@ -215,7 +215,7 @@ const STRING_SETTINGS: [StringSetting; 5] = [
     StringSetting {
         name: c"pg_idgen.layout",
         setting: &LAYOUT,
-        short: c"Snowflake layout preset: twitter (41/10/12, 1 ms), sonyflake (39/16/8, 10 ms), uidgen (28/22/13, 1 s).",
+        short: c"Snowflake layout preset: twitter (41/10/12, 1 ms), sonyflake (39/16/8, 10 ms), uidgen (28/22/13, 1 s), js_safe (41/4/8, 1 ms: ids below 2^53).",
         check: |text| parse_preset(text).map(|_| ()),
     },
     StringSetting {
@@ -475,7 +475,7 @@ fn invalid_with_hint(level: PgLogLevel, name: &CStr, value: &str, detail: &str, 
 }
 
 fn parse_preset(text: &str) -> Result<Preset, String> {
-    Preset::from_name(text).ok_or_else(|| "Known layouts are twitter, sonyflake and uidgen.".into())
+    Preset::from_name(text).ok_or_else(|| "Known layouts are twitter, sonyflake, uidgen and js_safe.".into())
 }
 
 fn parse_step_policy(text: &str) -> Result<StepPolicy, String> {

@@ -23,6 +23,31 @@ fn snowflake_next() -> i64 {
     id_of_stamp(&config.layout, stamp, node_id)
 }
 
+#[pg_extern(volatile, parallel_safe)]
+/// `n` snowflake ids in one call, in increasing order: the next `n` of this server, taken at once
+/// (no other call's ids fall between them). Within one tick they are consecutive integers.
+fn snowflake_next_range(n: i64) -> SetOfIterator<'static, i64> {
+    shmem::shared();
+    let config = settings::config();
+    let node_id = config.node_id.unwrap_or_else(|| errors::node_id_unset());
+    let generator = Generator::of(&SNOWFLAKE, config);
+    let max_block = generator.max_block(config);
+    if !(1..=max_block as i64).contains(&n) {
+        errors::raise(
+            PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+            format!("invalid block size {n} for snowflake ids"),
+            Some(format!(
+                "A block holds 1 to {max_block} ids: one tick's sequence, times the ticks pg_idgen.max_clock_borrow ({} ms) lets ids run ahead of the clock, plus one.",
+                config.max_clock_borrow_ms
+            )),
+            None,
+        )
+    }
+    let (first, _) = generator.take_block("snowflake_next_range()", n as u64);
+    let layout = config.layout;
+    SetOfIterator::new((first..first + n as u64).map(move |stamp| id_of_stamp(&layout, stamp, node_id)))
+}
+
 #[pg_extern(volatile)]
 /// Makes every snowflake id this server hands out from now on greater than `id` (an id restored
 /// from another server, say), durably. Like `setval()` after a restore; superusers only, unless
@@ -41,13 +66,15 @@ pgrx::extension_sql!(
     r#"
 COMMENT ON FUNCTION snowflake_next() IS
     'Next snowflake id (time | node | sequence) of this server: unique, greater than every id it handed out before.';
+COMMENT ON FUNCTION snowflake_next_range(bigint) IS
+    'The next n snowflake ids of this server, taken at once, in increasing order.';
 COMMENT ON FUNCTION snowflake_advance_past(bigint) IS
     'Makes every snowflake id this server hands out from now on greater than the given id, durably (like setval after a restore).';
 -- Moving a generator's floor can push ids far ahead: superusers only, unless granted.
 REVOKE EXECUTE ON FUNCTION snowflake_advance_past(bigint) FROM PUBLIC;
 "#,
     name = "snowflake",
-    requires = [snowflake_next, snowflake_advance_past]
+    requires = [snowflake_next, snowflake_next_range, snowflake_advance_past]
 );
 
 /// The id of a snowflake stamp (`tick << sequence_bits | sequence`) made on `node_id`.

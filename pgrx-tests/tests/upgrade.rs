@@ -4,11 +4,12 @@ use std::process::Command;
 
 use pg_idgen_system_tests::{bin, sqlstate, Client, Cluster};
 
-const CURRENT: &str = "0.4.0";
+const CURRENT: &str = "0.5.0";
 
 /// Every object of the extension as one line of text, sorted: functions with their result,
-/// volatility, strictness, parallel safety, privileges and comment; types, operators, casts,
-/// operator classes; the tag table's columns, constraints, triggers and dump registration.
+/// volatility, strictness, parallel safety, privileges, comment and body; types, operators, casts,
+/// operator classes with their support functions and operators, aggregates; the tag table's
+/// columns, constraints, triggers and dump registration.
 fn extension_catalog(db: &mut Client) -> Vec<String> {
     db.query(
         "WITH members AS (
@@ -20,6 +21,7 @@ fn extension_catalog(db: &mut Client) -> Vec<String> {
                 || ' leakproof=' || p.proleakproof || ' acl=' || coalesce(p.proacl::text, 'default')
                 || ' defaults=' || coalesce(pg_get_expr(p.proargdefaults, 0), '')
                 || ' comment=' || coalesce(obj_description(p.oid, 'pg_proc'), '')
+                || ' body=' || md5(p.prosrc)
            FROM members AS m JOIN pg_proc AS p ON m.classid = 'pg_proc'::regclass AND p.oid = m.objid
          UNION ALL
          SELECT 'type ' || t.typname || ' len=' || t.typlen || ' comment=' || coalesce(obj_description(t.oid, 'pg_type'), '')
@@ -34,6 +36,17 @@ fn extension_catalog(db: &mut Client) -> Vec<String> {
          SELECT 'opclass ' || oc.opcname || ' ' || am.amname
            FROM members AS m JOIN pg_opclass AS oc ON m.classid = 'pg_opclass'::regclass AND oc.oid = m.objid
            JOIN pg_am AS am ON am.oid = oc.opcmethod
+         UNION ALL
+         SELECT 'support ' || oc.opcname || ' ' || am.amname || ' function ' || ap.amprocnum || ' ' || ap.amproc::regprocedure
+           FROM members AS m JOIN pg_opclass AS oc ON m.classid = 'pg_opclass'::regclass AND oc.oid = m.objid
+           JOIN pg_am AS am ON am.oid = oc.opcmethod JOIN pg_amproc AS ap ON ap.amprocfamily = oc.opcfamily
+         UNION ALL
+         SELECT 'support ' || oc.opcname || ' ' || am.amname || ' operator ' || ao.amopstrategy || ' ' || ao.amopopr::regoperator
+           FROM members AS m JOIN pg_opclass AS oc ON m.classid = 'pg_opclass'::regclass AND oc.oid = m.objid
+           JOIN pg_am AS am ON am.oid = oc.opcmethod JOIN pg_amop AS ao ON ao.amopfamily = oc.opcfamily
+         UNION ALL
+         SELECT 'aggregate ' || a.aggfnoid::regprocedure || ' sortop=' || a.aggsortop::regoperator || ' combine=' || a.aggcombinefn::text
+           FROM members AS m JOIN pg_aggregate AS a ON m.classid = 'pg_proc'::regclass AND a.aggfnoid = m.objid
          UNION ALL
          SELECT 'column ' || a.attrelid::regclass || '.' || a.attname || ' ' || format_type(a.atttypid, a.atttypmod)
                 || ' notnull=' || a.attnotnull || ' default=' || coalesce(pg_get_expr(ad.adbin, ad.adrelid), '')
@@ -71,7 +84,7 @@ fn install_fixture(version: &str) {
 /// Claim: a database that created pg_idgen 0.1.0 keeps working with the new library before it
 /// updates: `pg_idgen_status()` as 0.1.0 declared it (10 of today's columns) returns its row; a
 /// declaration naming a column the library does not return gets a clear error (55000, with the
-/// fix). After `ALTER EXTENSION pg_idgen UPDATE`, from 0.1.0, 0.2.0 and 0.3.0 alike, the extension
+/// fix). After `ALTER EXTENSION pg_idgen UPDATE`, from 0.1.0, 0.2.0, 0.3.0 and 0.4.0 alike, the extension
 /// has the current version and exactly the objects of a fresh install — every function's
 /// declaration, privileges and comment, every type, operator, cast and operator class, the tag
 /// table's columns, constraints and triggers — and works. An `objectid_gen()` revoked from PUBLIC
@@ -82,11 +95,12 @@ fn released_versions_update_to_the_current_objects() {
     install_fixture("0.1.0");
     install_fixture("0.2.0");
     install_fixture("0.3.0");
+    install_fixture("0.4.0");
     let cluster = Cluster::init("upgrade");
     cluster.configure(&["shared_preload_libraries = 'pg_idgen'", "pg_idgen.node_id = 18"]);
     cluster.start();
     let mut db = cluster.connect();
-    for database in ["fresh", "from_0_1_0", "from_0_2_0", "from_0_3_0"] {
+    for database in ["fresh", "from_0_1_0", "from_0_2_0", "from_0_3_0", "from_0_4_0"] {
         db.batch_execute(&format!("CREATE DATABASE {database}")).unwrap();
     }
     let mut fresh = cluster.connect_to("fresh");
@@ -94,7 +108,7 @@ fn released_versions_update_to_the_current_objects() {
     let expected = extension_catalog(&mut fresh);
     assert!(expected.iter().any(|line| line.starts_with("trigger CREATE TRIGGER segment_tag_changed")), "{expected:#?}");
 
-    for version in ["0.1.0", "0.2.0", "0.3.0"] {
+    for version in ["0.1.0", "0.2.0", "0.3.0", "0.4.0"] {
         let mut old = cluster.connect_to(&format!("from_{}", version.replace('.', "_")));
         old.batch_execute(&format!("CREATE EXTENSION pg_idgen VERSION '{version}'")).unwrap();
         if version == "0.1.0" {

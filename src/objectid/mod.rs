@@ -147,6 +147,15 @@ c_functions! {
         pg_sys::Datum::from(compare(fcinfo).is_ge())
     }
 
+    /// `objectid_larger(objectid, objectid)`: max()'s step.
+    fn pg_idgen_objectid_larger / pg_finfo_pg_idgen_objectid_larger (fcinfo) {
+        datum(arg(fcinfo, 0).max(arg(fcinfo, 1)))
+    }
+    /// `objectid_smaller(objectid, objectid)`: min()'s step.
+    fn pg_idgen_objectid_smaller / pg_finfo_pg_idgen_objectid_smaller (fcinfo) {
+        datum(arg(fcinfo, 0).min(arg(fcinfo, 1)))
+    }
+
     fn pg_idgen_objectid_hash / pg_finfo_pg_idgen_objectid_hash (fcinfo) {
         let id = arg(fcinfo, 0);
         pg_sys::Datum::from(hash_bytes(id.0.as_ptr(), OBJECTID_LEN as i32))
@@ -174,7 +183,7 @@ c_functions! {
 }
 
 fn generate() -> ObjectId {
-    let (stamp, state) = GENERATOR.take("objectid_next()");
+    let (stamp, state) = GENERATOR.take_even_on_standby();
     ObjectId::from_parts(OBJECTID_SHAPE.tick_of(stamp) as u32, state.objectid_random, OBJECTID_SHAPE.counter_of(stamp) as u32)
 }
 

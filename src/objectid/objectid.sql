@@ -81,13 +81,45 @@ CREATE OPERATOR > (LEFTARG = objectid, RIGHTARG = objectid, FUNCTION = objectid_
 CREATE OPERATOR >= (LEFTARG = objectid, RIGHTARG = objectid, FUNCTION = objectid_ge,
     COMMUTATOR = <=, NEGATOR = <, RESTRICT = scalargesel, JOIN = scalargejoinsel);
 
+-- Function 4, btequalimage: equal ObjectIds are equal bytes, so btree indexes may deduplicate.
 CREATE OPERATOR CLASS objectid_ops DEFAULT FOR TYPE objectid USING btree AS
     OPERATOR 1 <, OPERATOR 2 <=, OPERATOR 3 =, OPERATOR 4 >=, OPERATOR 5 >,
-    FUNCTION 1 objectid_cmp(objectid, objectid);
+    FUNCTION 1 objectid_cmp(objectid, objectid),
+    FUNCTION 4 btequalimage(oid);
 CREATE OPERATOR CLASS objectid_hash_ops DEFAULT FOR TYPE objectid USING hash AS
     OPERATOR 1 =,
     FUNCTION 1 objectid_hash(objectid),
     FUNCTION 2 objectid_hash_extended(objectid, bigint);
+-- BRIN, as uuid has: minmax suits ObjectIds made in time order (a table filled by objectid_next()),
+-- bloom suits ObjectIds imported in any order (equality only).
+CREATE OPERATOR CLASS objectid_minmax_ops DEFAULT FOR TYPE objectid USING brin AS
+    OPERATOR 1 <, OPERATOR 2 <=, OPERATOR 3 =, OPERATOR 4 >=, OPERATOR 5 >,
+    FUNCTION 1 brin_minmax_opcinfo(internal),
+    FUNCTION 2 brin_minmax_add_value(internal, internal, internal, internal),
+    FUNCTION 3 brin_minmax_consistent(internal, internal, internal),
+    FUNCTION 4 brin_minmax_union(internal, internal, internal);
+CREATE OPERATOR CLASS objectid_bloom_ops FOR TYPE objectid USING brin AS
+    OPERATOR 3 =,
+    FUNCTION 1 brin_bloom_opcinfo(internal),
+    FUNCTION 2 brin_bloom_add_value(internal, internal, internal, internal),
+    FUNCTION 3 brin_bloom_consistent(internal, internal, internal, int),
+    FUNCTION 4 brin_bloom_union(internal, internal, internal),
+    FUNCTION 5 brin_bloom_options(internal),
+    FUNCTION 11 objectid_hash(objectid);
+
+-- min() and max(), as every ordered type has; SORTOP lets them read the end of a btree index.
+CREATE FUNCTION objectid_larger(objectid, objectid) RETURNS objectid
+    AS 'MODULE_PATHNAME', 'pg_idgen_objectid_larger' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION objectid_larger(objectid, objectid) IS 'The larger of two ObjectIds (max() support).';
+CREATE FUNCTION objectid_smaller(objectid, objectid) RETURNS objectid
+    AS 'MODULE_PATHNAME', 'pg_idgen_objectid_smaller' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION objectid_smaller(objectid, objectid) IS 'The smaller of two ObjectIds (min() support).';
+CREATE AGGREGATE min(objectid) (SFUNC = objectid_smaller, STYPE = objectid,
+    COMBINEFUNC = objectid_smaller, SORTOP = <, PARALLEL = SAFE);
+COMMENT ON AGGREGATE min(objectid) IS 'The smallest (earliest) ObjectId.';
+CREATE AGGREGATE max(objectid) (SFUNC = objectid_larger, STYPE = objectid,
+    COMBINEFUNC = objectid_larger, SORTOP = >, PARALLEL = SAFE);
+COMMENT ON AGGREGATE max(objectid) IS 'The largest (latest) ObjectId.';
 
 
 -- The generator: objectid_next() is the name of the family grammar (<family>_next);

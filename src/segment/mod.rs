@@ -5,6 +5,7 @@
 //! Where things are:
 //! - `slot`: a tag's cache in shared memory and its lock protocol (below);
 //! - `next`: the hot path, `segment_next()`;
+//! - `block`: `segment_next_range()`, a block of numbers in one call;
 //! - `tags`: `segment_create()`, `segment_drop()`;
 //! - `table`: the tag table as pg_idgen reaches it (lookups, guarded SQL, trigger, drop hook);
 //! - `ranges`: the worker's side of the slots (what is wanted, publishing what was obtained);
@@ -32,6 +33,7 @@
 //! | `ranges` | the worker's publish; take | the lock; readers check each cell's generation |
 //! | `step`, `last_load_ms`, `issued_before` | publish, switch | the lock |
 //! | `want_next` | calls set it, publish clears it | atomic flag |
+//! | `want_len` | block calls raise it, publish clears it | atomic |
 //! | `end_generation` | publish (the tag is at bigint's end), take | the lock |
 //! | `failures`, `retry_at_ms`, `warned_at_ms` | the worker only | single writer |
 //! | `waits`, `history_*` | calls, the worker | atomic counters, approximate |
@@ -39,7 +41,14 @@
 //! A call reads `version`, takes its offset and reads the range, then reads `version` again: if
 //! it changed, the slot was retired or given to another tag meanwhile, and the number taken is
 //! dropped (a gap). Versions only grow, so a (version, generation) pair never names two ranges.
+//!
+//! A block call (`segment_next_range(tag, n)`) moves the cursor by `n` with a compare-and-swap,
+//! and only when the block fits in the current range. Otherwise, under the lock, it switches the
+//! cursor to the next range with its block taken at once, again by compare-and-swap (a lost race
+//! with a `fetch_add` retries). A next range too short for the block is switched past unused (a
+//! gap), and the call asks the worker for a range of at least `n` (`want_len`) and waits for it.
 
+mod block;
 mod next;
 mod ranges;
 mod slot;

@@ -79,17 +79,17 @@ COMMENT ON FUNCTION segment_next(text) IS
 /// When a call must give up waiting (for a range, or a locked table): `pg_idgen.segment_wait_timeout`
 /// after it first had to wait. Why not from the call's start: reading the clock on every call
 /// would cost the hot path more than the rest of it.
-struct Deadline(Option<i64>);
+pub(super) struct Deadline(pub(super) Option<i64>);
 
 impl Deadline {
-    fn ms(&mut self) -> i64 {
+    pub(super) fn ms(&mut self) -> i64 {
         *self.0.get_or_insert_with(|| clock::monotonic_millis() + settings::config().segments.wait_timeout_ms as i64)
     }
 }
 
 /// The slot index and version of a tag, from this backend's caches or by registering it.
 #[inline]
-fn lookup(tag: &[u8], deadline: &mut Deadline) -> (usize, u64) {
+pub(super) fn lookup(tag: &[u8], deadline: &mut Deadline) -> (usize, u64) {
     let hit = LAST.with(|last| last.borrow().as_ref().and_then(|(t, index, version)| (t == tag).then_some((*index, *version))));
     hit.unwrap_or_else(|| {
         let found = LOOKUP.with(|l| l.borrow().get(tag).copied()).unwrap_or_else(|| register(tag, deadline.ms()));
@@ -99,13 +99,13 @@ fn lookup(tag: &[u8], deadline: &mut Deadline) -> (usize, u64) {
 }
 
 #[cold]
-fn forget_lookup(tag: &[u8]) {
+pub(super) fn forget_lookup(tag: &[u8]) {
     LOOKUP.with(|l| l.borrow_mut().remove(tag));
     LAST.with(|last| *last.borrow_mut() = None);
 }
 
 /// The offset whose taking asks for the next range.
-fn prefetch_offset(len: u64) -> u64 {
+pub(super) fn prefetch_offset(len: u64) -> u64 {
     len * settings::config().segments.prefetch_percent / 100
 }
 
@@ -145,7 +145,7 @@ fn switch_or_wait(slot: &Slot, tag: &[u8], version: u64, generation: u64, offset
 
 /// Waits until the worker loaded range `generation + 1` or the slot changed, honouring cancel and
 /// statement_timeout, at most until the call's deadline (`pg_idgen.segment_wait_timeout`).
-fn wait_for_range(slot: &Slot, tag: &[u8], version: u64, generation: u64, deadline_ms: i64) {
+pub(super) fn wait_for_range(slot: &Slot, tag: &[u8], version: u64, generation: u64, deadline_ms: i64) {
     let state = shmem::shared();
     slot.waits.fetch_add(1, Ordering::Relaxed);
     let cv = state.segment_loaded();
@@ -213,7 +213,7 @@ fn no_range_in_time(state: &shmem::SharedState, tag: &[u8]) -> ! {
 }
 
 #[cold]
-fn exhausted(tag: &[u8]) -> ! {
+pub(super) fn exhausted(tag: &[u8]) -> ! {
     errors::raise(
         PgSqlErrorCode::ERRCODE_SEQUENCE_GENERATOR_LIMIT_EXCEEDED,
         format!("segment_next: reached maximum value of segment tag \"{}\" ({})", display(tag), i64::MAX),
@@ -224,7 +224,7 @@ fn exhausted(tag: &[u8]) -> ! {
 
 /// Segment tags live in the database the worker connects to; calls from another would never
 /// get a range.
-fn require_worker_database() {
+pub(super) fn require_worker_database() {
     if RIGHT_DATABASE.get() {
         return;
     }

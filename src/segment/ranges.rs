@@ -64,6 +64,8 @@ pub fn needs(database: pg_sys::Oid) -> Vec<Need> {
         } else {
             previous
         };
+        // A block call waits for a range that holds its whole block.
+        let step = step.max(slot.want_len.load(Ordering::Acquire));
         needs.push(Need { index, version: slot.version.load(Ordering::Acquire), generation: wanted, tag: slot.tag(), step });
     }
     needs
@@ -84,6 +86,7 @@ pub fn publish(need: &Need, outcome: &Outcome) -> bool {
             slot.step.store(len, Ordering::Relaxed);
             slot.last_load_ms.store(now_ms, Ordering::Relaxed);
             slot.want_next.store(false, Ordering::Release);
+            slot.want_len.store(0, Ordering::Release);
             slot.failures.store(0, Ordering::Relaxed);
             false
         }

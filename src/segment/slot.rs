@@ -72,6 +72,8 @@ pub struct Slot {
     pub(super) tag: [AtomicU8; MAX_TAG_LEN],
     /// The next range is wanted (prefetch share reached, or a call is waiting).
     pub(super) want_next: AtomicBool,
+    /// The least length a block call (`segment_next_range`) needs from the next range; 0: none.
+    pub(super) want_len: AtomicU64,
     /// The first generation that will never have a range: the tag reached bigint's end with the
     /// one before it (NO_GENERATION while it has not). Calls get 2200H once they need it.
     pub(super) end_generation: AtomicU64,
@@ -161,7 +163,7 @@ impl Slot {
             self.cursor.store(0, Ordering::Release);
             self.want_next.store(true, Ordering::Release);
             self.end_generation.store(NO_GENERATION, Ordering::Release);
-            for counter in [&self.step, &self.issued_before, &self.waits] {
+            for counter in [&self.step, &self.issued_before, &self.waits, &self.want_len] {
                 counter.store(0, Ordering::Relaxed);
             }
             self.last_load_ms.store(0, Ordering::Relaxed);

@@ -23,7 +23,7 @@ const GENERATOR: Generator = Generator::fixed(&UUID_V7, UUID_V7_SHAPE);
 #[pg_extern(volatile, parallel_safe)]
 /// The next UUIDv7 of this server: greater than every one it handed out before, from any backend.
 fn uuid_v7_next() -> pgrx::Uuid {
-    let (stamp, _) = GENERATOR.take("uuid_v7_next()");
+    let (stamp, _) = GENERATOR.take_even_on_standby();
     let mut rand_b = [0u8; 8];
     random::fill(&mut rand_b);
     let (ms, counter) = (UUID_V7_SHAPE.tick_of(stamp), UUID_V7_SHAPE.counter_of(stamp));

@@ -62,3 +62,47 @@ SELECT uuid_v7_timestamp(uuid_v7_min('2026-01-02 03:04:05.678+00')) = '2026-01-0
 SELECT uuid_v7_timestamp(NULL) IS NULL AS null_in_null_out;
 SELECT sqlstate_of($$SELECT uuid_v7_timestamp('a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11')$$) AS version_4;
 SELECT uuid_v7_timestamp('a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11');
+
+-- IMMUTABLE decoding: the layout as arguments (epoch; time unit in ms, node bits and sequence
+-- bits default to twitter's). The same answer as the server's layout gives, for its layout.
+SELECT snowflake_timestamp(s, '2025-01-01+00') = snowflake_timestamp(s) AS same_time,
+       snowflake_min('2026-03-04 05:06:07.089+00', '2025-01-01+00') = snowflake_min('2026-03-04 05:06:07.089+00') AS same_min
+  FROM (SELECT snowflake_next() AS s) AS n;
+-- Another layout: 39 bits of 10 ms, 16 node bits, 8 sequence bits (sonyflake), from 2014-09-01.
+SELECT snowflake_timestamp((1000::bigint << 24) | (5 << 8) | 3, '2014-09-01+00', 10, 16, 8) AS sonyflake_10_s;
+SELECT snowflake_min('2014-09-01 00:00:10+00', '2014-09-01+00', time_unit_ms => 10, node_bits => 16, sequence_bits => 8)
+       = 1000::bigint << 24 AS sonyflake_min;
+-- Bad layouts and times are errors (22023, 22008), never a wrong time.
+SELECT snowflake_timestamp(1, '2025-01-01+00', 0);
+SELECT snowflake_timestamp(1, '2025-01-01+00', 1, 32, 12);
+SELECT snowflake_timestamp(1, '2025-01-01+00', 1, 10, 0);
+SELECT snowflake_timestamp(1, '2025-01-01+00', 1, -1, 12);
+SELECT snowflake_timestamp(1, 'infinity');
+SELECT snowflake_timestamp(-1, '2025-01-01+00');
+SELECT snowflake_min('2024-12-31+00', '2025-01-01+00');
+SELECT sqlstate_of($$SELECT snowflake_timestamp(1, '2025-01-01+00', 0)$$) AS bad_unit,
+       sqlstate_of($$SELECT snowflake_min('2024-12-31+00', '2025-01-01+00')$$) AS before_epoch;
+SELECT p.oid::regprocedure, provolatile, proparallel, proisstrict
+  FROM pg_proc AS p
+ WHERE proname IN ('snowflake_timestamp', 'snowflake_min') AND pronargs = 5
+ ORDER BY p.oid::regprocedure::text COLLATE "C";
+
+-- What IMMUTABLE allows: an expression index, a stored generated column, and range partitions
+-- by the time inside the id, whose bounds are ids (snowflake_min of each month) so that a query
+-- on id ranges is pruned to the partitions of its months.
+CREATE TABLE readings (id bigint NOT NULL DEFAULT snowflake_next(), value int,
+                       made timestamptz GENERATED ALWAYS AS (snowflake_timestamp(id, '2025-01-01+00')) STORED)
+    PARTITION BY RANGE (id);
+CREATE TABLE readings_2026_11 PARTITION OF readings
+    FOR VALUES FROM (snowflake_min('2026-11-01+00', '2025-01-01+00')) TO (snowflake_min('2026-12-01+00', '2025-01-01+00'));
+CREATE TABLE readings_2026_12 PARTITION OF readings
+    FOR VALUES FROM (snowflake_min('2026-12-01+00', '2025-01-01+00')) TO (snowflake_min('2027-01-01+00', '2025-01-01+00'));
+CREATE TABLE readings_later PARTITION OF readings DEFAULT;
+CREATE INDEX ON readings ((snowflake_timestamp(id, '2025-01-01+00')));
+INSERT INTO readings (id, value)
+SELECT snowflake_from_parts(ts, 1, 0), 1
+  FROM (VALUES ('2026-11-15+00'::timestamptz), ('2026-12-24+00'), ('2027-02-01+00')) AS v(ts);
+SELECT tableoid::regclass AS partition, made FROM readings ORDER BY id;
+EXPLAIN (COSTS OFF)
+SELECT * FROM readings WHERE id >= snowflake_min('2026-12-01+00', '2025-01-01+00') AND id < snowflake_min('2026-12-02+00', '2025-01-01+00');
+DROP TABLE readings;

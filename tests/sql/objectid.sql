@@ -92,3 +92,26 @@ SELECT p.oid::regprocedure, provolatile, proparallel
 
 -- objectid_next is the grammar's name for objectid_gen: one sequence of ObjectIds between them.
 SELECT objectid_gen() < objectid_next() AS next_after_gen, objectid_next() < objectid_gen() AS gen_after_next;
+
+-- min() and max(), as for every ordered type; they read the end of a btree index.
+CREATE TABLE sorted (id objectid PRIMARY KEY);
+INSERT INTO sorted VALUES ('65678901aabbccddee001122'), ('65678902000000000000000a'), ('00000000000000000000ffff');
+SELECT min(id), max(id), min(id) < max(id) AS ordered FROM sorted;
+SELECT min(id) IS NULL AND max(id) IS NULL AS empty_is_null FROM sorted WHERE false;
+SET enable_seqscan = off;
+EXPLAIN (COSTS OFF) SELECT max(id) FROM sorted;
+RESET enable_seqscan;
+-- Btree deduplication is allowed (equal ObjectIds are equal bytes), as for uuid.
+SELECT amproc::regproc FROM pg_amproc
+ WHERE amprocfamily = (SELECT opcfamily FROM pg_opclass WHERE opcname = 'objectid_ops') AND amprocnum = 4;
+
+-- BRIN: minmax by default (ObjectIds made in time order), bloom for equality.
+CREATE TABLE logged (id objectid NOT NULL DEFAULT objectid_next(), n int);
+INSERT INTO logged (n) SELECT g FROM generate_series(1, 5000) AS g;
+CREATE INDEX logged_brin ON logged USING brin (id) WITH (pages_per_range = 4);
+CREATE INDEX logged_bloom ON logged USING brin (id objectid_bloom_ops);
+SET enable_seqscan = off;
+EXPLAIN (COSTS OFF) SELECT count(*) FROM logged WHERE id >= objectid_min(now() - interval '1 minute');
+RESET enable_seqscan;
+SELECT count(*) = 5000 AS found_by_brin FROM logged WHERE id >= objectid_min(now() - interval '1 hour');
+DROP TABLE logged, sorted;

@@ -1,0 +1,423 @@
+-- pg_idgen 0.4.0 -> 0.5.0: what users ask peers for. Migration of a column in one call, ids for
+-- a given time or from parts, IMMUTABLE snowflake decoding with the layout as arguments, Crockford
+-- base32 text, min()/max() and BRIN for objectid, blocks of ids in one call. The library of 0.5.0
+-- also serves the declarations of 0.4.0 unchanged until this script has run.
+\echo Use "ALTER EXTENSION pg_idgen UPDATE TO '0.5.0'" to load this file. \quit
+
+-- objectid: btree deduplication, BRIN, min() and max() (src/objectid/objectid.sql). Indexes built
+-- before this update deduplicate only after a REINDEX.
+ALTER OPERATOR FAMILY objectid_ops USING btree ADD FUNCTION 4 (objectid, objectid) btequalimage(oid);
+-- BRIN, as uuid has: minmax suits ObjectIds made in time order (a table filled by objectid_next()),
+-- bloom suits ObjectIds imported in any order (equality only).
+CREATE OPERATOR CLASS objectid_minmax_ops DEFAULT FOR TYPE objectid USING brin AS
+    OPERATOR 1 <, OPERATOR 2 <=, OPERATOR 3 =, OPERATOR 4 >=, OPERATOR 5 >,
+    FUNCTION 1 brin_minmax_opcinfo(internal),
+    FUNCTION 2 brin_minmax_add_value(internal, internal, internal, internal),
+    FUNCTION 3 brin_minmax_consistent(internal, internal, internal),
+    FUNCTION 4 brin_minmax_union(internal, internal, internal);
+CREATE OPERATOR CLASS objectid_bloom_ops FOR TYPE objectid USING brin AS
+    OPERATOR 3 =,
+    FUNCTION 1 brin_bloom_opcinfo(internal),
+    FUNCTION 2 brin_bloom_add_value(internal, internal, internal, internal),
+    FUNCTION 3 brin_bloom_consistent(internal, internal, internal, int),
+    FUNCTION 4 brin_bloom_union(internal, internal, internal),
+    FUNCTION 5 brin_bloom_options(internal),
+    FUNCTION 11 objectid_hash(objectid);
+
+-- min() and max(), as every ordered type has; SORTOP lets them read the end of a btree index.
+CREATE FUNCTION objectid_larger(objectid, objectid) RETURNS objectid
+    AS 'MODULE_PATHNAME', 'pg_idgen_objectid_larger' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION objectid_larger(objectid, objectid) IS 'The larger of two ObjectIds (max() support).';
+CREATE FUNCTION objectid_smaller(objectid, objectid) RETURNS objectid
+    AS 'MODULE_PATHNAME', 'pg_idgen_objectid_smaller' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION objectid_smaller(objectid, objectid) IS 'The smaller of two ObjectIds (min() support).';
+CREATE AGGREGATE min(objectid) (SFUNC = objectid_smaller, STYPE = objectid,
+    COMBINEFUNC = objectid_smaller, SORTOP = <, PARALLEL = SAFE);
+COMMENT ON AGGREGATE min(objectid) IS 'The smallest (earliest) ObjectId.';
+CREATE AGGREGATE max(objectid) (SFUNC = objectid_larger, STYPE = objectid,
+    COMBINEFUNC = objectid_larger, SORTOP = >, PARALLEL = SAFE);
+COMMENT ON AGGREGATE max(objectid) IS 'The largest (latest) ObjectId.';
+
+-- Blocks (src/snowflake.rs, src/segment/block.rs).
+CREATE FUNCTION snowflake_next_range(n bigint) RETURNS SETOF bigint
+    STRICT VOLATILE PARALLEL SAFE LANGUAGE c AS 'MODULE_PATHNAME', 'snowflake_next_range_wrapper';
+COMMENT ON FUNCTION snowflake_next_range(bigint) IS
+    'The next n snowflake ids of this server, taken at once, in increasing order.';
+CREATE FUNCTION segment_next_range(tag text, n bigint) RETURNS bigint
+    STRICT VOLATILE PARALLEL SAFE LANGUAGE c AS 'MODULE_PATHNAME', 'segment_next_range_wrapper';
+COMMENT ON FUNCTION segment_next_range(text, bigint) IS
+    'First of n consecutive numbers of a segment tag, all the caller''s, taken atomically (for bulk loads and pooled optimizers).';
+
+-- IMMUTABLE snowflake decoding with the layout as arguments (src/decode.rs).
+CREATE FUNCTION snowflake_timestamp(id bigint, epoch timestamptz, time_unit_ms int DEFAULT 1,
+                                    node_bits int DEFAULT 10, sequence_bits int DEFAULT 12)
+    RETURNS timestamptz
+    IMMUTABLE STRICT PARALLEL SAFE LANGUAGE c AS 'MODULE_PATHNAME', 'snowflake_timestamp_in_layout_wrapper';
+COMMENT ON FUNCTION snowflake_timestamp(bigint, timestamptz, int, int, int) IS
+    'The time of a snowflake id under the layout given (epoch, time unit in ms, node bits, sequence bits): IMMUTABLE, for indexes, generated columns and partition keys.';
+CREATE FUNCTION snowflake_min(ts timestamptz, epoch timestamptz, time_unit_ms int DEFAULT 1,
+                              node_bits int DEFAULT 10, sequence_bits int DEFAULT 12)
+    RETURNS bigint
+    IMMUTABLE STRICT PARALLEL SAFE LANGUAGE c AS 'MODULE_PATHNAME', 'snowflake_min_in_layout_wrapper';
+COMMENT ON FUNCTION snowflake_min(timestamptz, timestamptz, int, int, int) IS
+    'Smallest snowflake id made at or after a time under the layout given (epoch, time unit in ms, node bits, sequence bits): IMMUTABLE, for partition bounds.';
+
+-- Ids for a given time or from parts (src/compose.rs).
+CREATE FUNCTION snowflake_from_parts(ts timestamptz, node_id int, sequence int DEFAULT 0) RETURNS bigint
+    STRICT STABLE PARALLEL SAFE LANGUAGE c AS 'MODULE_PATHNAME', 'snowflake_from_parts_wrapper';
+CREATE FUNCTION uuid_v7_at(ts timestamptz) RETURNS uuid
+    STRICT VOLATILE PARALLEL SAFE LANGUAGE c AS 'MODULE_PATHNAME', 'uuid_v7_at_wrapper';
+CREATE FUNCTION objectid_at(ts timestamptz) RETURNS objectid
+    AS 'MODULE_PATHNAME', 'pg_idgen_objectid_at' LANGUAGE C VOLATILE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION objectid_at(timestamptz) IS
+    'An ObjectId of the second of a time, its other 8 bytes random: for backfills and tests, not unique by construction.';
+COMMENT ON FUNCTION uuid_v7_at(timestamptz) IS
+    'A UUIDv7 of the millisecond of a time, its counter and the rest random: for backfills and tests, not unique by construction.';
+COMMENT ON FUNCTION snowflake_from_parts(timestamptz, int, int) IS
+    'The snowflake id of a time''s tick, a node id and a sequence under this server''s layout: for backfills and tests, not unique by construction.';
+
+-- Compact text (src/text_form.rs).
+CREATE FUNCTION id_to_base32(id bigint) RETURNS text
+    IMMUTABLE STRICT PARALLEL SAFE LANGUAGE c AS 'MODULE_PATHNAME', 'snowflake_to_base32_wrapper';
+CREATE FUNCTION id_to_base32(id uuid) RETURNS text
+    IMMUTABLE STRICT PARALLEL SAFE LANGUAGE c AS 'MODULE_PATHNAME', 'uuid_to_base32_wrapper';
+CREATE FUNCTION snowflake_from_base32(text text) RETURNS bigint
+    IMMUTABLE STRICT PARALLEL SAFE LANGUAGE c AS 'MODULE_PATHNAME', 'snowflake_from_base32_wrapper';
+CREATE FUNCTION uuid_from_base32(text text) RETURNS uuid
+    IMMUTABLE STRICT PARALLEL SAFE LANGUAGE c AS 'MODULE_PATHNAME', 'uuid_from_base32_wrapper';
+CREATE FUNCTION id_to_base32(id objectid) RETURNS text
+    AS 'MODULE_PATHNAME', 'pg_idgen_objectid_to_base32' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION id_to_base32(objectid) IS
+    'An ObjectId as 20 Crockford base32 digits, sorting like the ObjectId.';
+CREATE FUNCTION objectid_from_base32(text) RETURNS objectid
+    AS 'MODULE_PATHNAME', 'pg_idgen_objectid_from_base32' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION objectid_from_base32(text) IS
+    'The ObjectId written as 20 Crockford base32 digits.';
+COMMENT ON FUNCTION id_to_base32(uuid) IS
+    'A UUID as 26 Crockford base32 digits (the ULID form), sorting like the UUID.';
+COMMENT ON FUNCTION uuid_from_base32(text) IS
+    'The UUID written as 26 Crockford base32 digits (a ULID reads as the same 128 bits).';
+COMMENT ON FUNCTION id_to_base32(bigint) IS
+    'A snowflake id as 13 Crockford base32 digits, sorting like the id.';
+COMMENT ON FUNCTION snowflake_from_base32(text) IS
+    'The snowflake id written as 13 Crockford base32 digits.';
+
+-- Migrating a column in one call (src/migrate.sql, copied: the upgrade test compares the bodies).
+-- Migrating an existing table in one call: a serial, IDENTITY or nextval() column, or an integer
+-- column without a default, switches to snowflake ids or segment numbers, every new value above
+-- every existing one. PL/pgSQL on the catalogs with the caller's privileges: ALTER TABLE needs
+-- the owner of the table (and of every table whose foreign key is widened with it).
+--
+-- Why search_path = pg_catalog, pg_temp: a relation given as regclass then prints with its
+-- schema in the dynamic SQL, and no object of the caller's schemas can stand in for one of ours.
+-- Why row_security = off: a maximum read under a row-level security policy could miss rows; off,
+-- such a table is an error instead of a wrong start.
+
+-- The work shared by snowflake_convert_column() and segment_convert_column(); `family` is
+-- 'snowflake' or 'segment' (then `tag` and `step` make the tag).
+CREATE FUNCTION pg_idgen_convert_column(table_name regclass, column_name name, family text,
+                                        tag text, step int)
+RETURNS void
+LANGUAGE plpgsql
+SECURITY INVOKER
+SET search_path = pg_catalog, pg_temp
+SET row_security = off
+AS $convert$
+DECLARE
+    caller      text := pg_catalog.format('%s_convert_column()', family);
+    target      text;       -- "schema.table.column", for messages
+    rel_kind    "char";
+    col_attnum  smallint;
+    col_type    oid;
+    col_typmod  int;
+    col_identity "char";
+    col_generated "char";
+    default_oid  oid;
+    default_expr text;
+    sequences   regclass[] := '{}';
+    identity_sequence regclass;
+    identity_sequence_name text;    -- printed before DROP IDENTITY drops it
+    seq         regclass;
+    dep_type    "char";
+    seq_last    bigint;
+    seq_called  boolean;
+    largest     bigint;     -- of the column's values and its sequences' handed-out numbers
+    first_number bigint;
+    must_advance boolean := false;
+    widen       record;
+    new_default text;
+BEGIN
+    IF table_name IS NULL OR column_name IS NULL THEN
+        RAISE EXCEPTION '%: table_name and column_name must not be NULL', caller
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF family OPERATOR(pg_catalog.=) 'segment' AND tag IS NULL THEN
+        RAISE EXCEPTION '%: tag must not be NULL', caller USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+
+    -- Why the kind before the lock: LOCK TABLE takes views too, and refuses sequences with a
+    -- message that does not say what to give instead.
+    SELECT c.relkind INTO rel_kind FROM pg_catalog.pg_class AS c WHERE c.oid OPERATOR(pg_catalog.=) table_name;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'relation with OID % does not exist', table_name::oid USING ERRCODE = 'undefined_table';
+    END IF;
+    IF rel_kind NOT IN ('r', 'p') THEN
+        RAISE EXCEPTION '% is not a table', table_name
+            USING ERRCODE = 'wrong_object_type',
+                  DETAIL = pg_catalog.format('It is %s.', CASE rel_kind
+                      WHEN 'v' THEN 'a view' WHEN 'm' THEN 'a materialized view'
+                      WHEN 'S' THEN 'a sequence' WHEN 'f' THEN 'a foreign table'
+                      WHEN 'i' THEN 'an index' WHEN 'I' THEN 'a partitioned index'
+                      WHEN 'c' THEN 'a composite type' WHEN 't' THEN 'a TOAST table'
+                      ELSE 'not an ordinary or partitioned table' END),
+                  HINT = CASE WHEN rel_kind IN ('v', 'm') THEN 'Convert the column of the table its rows come from.'
+                              ELSE 'Give an ordinary or a partitioned table.' END;
+    END IF;
+
+    -- Why ACCESS EXCLUSIVE before anything is read: no insert can slip in between reading the
+    -- largest value and switching the default (ALTER TABLE would take this lock anyway).
+    EXECUTE pg_catalog.format('LOCK TABLE %s IN ACCESS EXCLUSIVE MODE', table_name);
+
+    SELECT a.attnum, a.atttypid, a.atttypmod, a.attidentity, a.attgenerated
+      INTO col_attnum, col_type, col_typmod, col_identity, col_generated
+      FROM pg_catalog.pg_attribute AS a
+     WHERE a.attrelid OPERATOR(pg_catalog.=) table_name
+       AND a.attname OPERATOR(pg_catalog.=) column_name
+       AND NOT a.attisdropped;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'column "%" of relation % does not exist', column_name, table_name
+            USING ERRCODE = 'undefined_column';
+    END IF;
+    target := pg_catalog.format('%s.%I', table_name, column_name);
+    IF col_attnum OPERATOR(pg_catalog.<) 0 THEN
+        RAISE EXCEPTION 'column "%" of relation % is a system column', column_name, table_name
+            USING ERRCODE = 'undefined_column',
+                  HINT = 'Give the name of a column of your own.';
+    END IF;
+    IF col_generated OPERATOR(pg_catalog.<>) '' THEN
+        RAISE EXCEPTION 'cannot convert % to %: it is a generated column', target,
+                        CASE family WHEN 'snowflake' THEN 'snowflake ids' ELSE 'segment numbers' END
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  DETAIL = 'Its values are computed from other columns.';
+    END IF;
+    IF col_type NOT IN ('pg_catalog.int2'::pg_catalog.regtype, 'pg_catalog.int4'::pg_catalog.regtype,
+                        'pg_catalog.int8'::pg_catalog.regtype) THEN
+        RAISE EXCEPTION 'cannot convert % of type % to %', target,
+                        pg_catalog.format_type(col_type, col_typmod),
+                        CASE family WHEN 'snowflake' THEN 'snowflake ids' ELSE 'segment numbers' END
+            USING ERRCODE = 'datatype_mismatch',
+                  HINT = 'Only smallint, integer and bigint columns can be converted; they become bigint.';
+    END IF;
+
+    -- The default must be a nextval() call, the only default whose values we can follow.
+    SELECT d.oid, pg_catalog.pg_get_expr(d.adbin, d.adrelid)
+      INTO default_oid, default_expr
+      FROM pg_catalog.pg_attrdef AS d
+     WHERE d.adrelid OPERATOR(pg_catalog.=) table_name AND d.adnum OPERATOR(pg_catalog.=) col_attnum;
+    -- pg_get_expr() writes nextval('seq'::regclass), cast to the column's type if it is not bigint.
+    IF default_expr IS NOT NULL AND default_expr OPERATOR(pg_catalog.!~)
+       $re$^\(?nextval\('([^']|'')*'::regclass\)(\)::(smallint|integer|bigint))?$$re$ THEN
+        RAISE EXCEPTION 'cannot convert %: its default is not a nextval() call', target
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  DETAIL = pg_catalog.format('The default is %s.', default_expr),
+                  HINT = pg_catalog.format('Drop the default first (ALTER TABLE %s ALTER COLUMN %I DROP DEFAULT), then convert the column.',
+                                           table_name, column_name);
+    END IF;
+
+    -- The column's sequences: its identity sequence, a sequence owned by it (serial), and any
+    -- sequence its default calls.
+    FOR seq, dep_type IN
+        SELECT d.objid::pg_catalog.regclass, d.deptype
+          FROM pg_catalog.pg_depend AS d
+          JOIN pg_catalog.pg_class AS s ON s.oid OPERATOR(pg_catalog.=) d.objid AND s.relkind OPERATOR(pg_catalog.=) 'S'
+         WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass
+           AND d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass
+           AND d.refobjid OPERATOR(pg_catalog.=) table_name
+           AND d.refobjsubid OPERATOR(pg_catalog.=) col_attnum
+           AND d.deptype IN ('a', 'i')
+        UNION
+        SELECT d.refobjid::pg_catalog.regclass, 'n'
+          FROM pg_catalog.pg_depend AS d
+          JOIN pg_catalog.pg_class AS s ON s.oid OPERATOR(pg_catalog.=) d.refobjid AND s.relkind OPERATOR(pg_catalog.=) 'S'
+         WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_attrdef'::pg_catalog.regclass
+           AND d.objid OPERATOR(pg_catalog.=) default_oid
+           AND d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass
+         ORDER BY 1
+    LOOP
+        IF dep_type OPERATOR(pg_catalog.=) 'i' THEN
+            identity_sequence := seq;
+        ELSIF NOT seq OPERATOR(pg_catalog.=) ANY (sequences) THEN
+            sequences := pg_catalog.array_append(sequences, seq);
+        END IF;
+    END LOOP;
+
+    -- Every new value must be above every existing one: the rows' (children and partitions
+    -- included) and every number the column's sequences handed out, used or not.
+    EXECUTE pg_catalog.format('SELECT pg_catalog.max(%I)::pg_catalog.int8 FROM %s', column_name, table_name)
+       INTO largest;
+    FOREACH seq IN ARRAY pg_catalog.array_append(sequences, identity_sequence) LOOP
+        CONTINUE WHEN seq IS NULL;
+        EXECUTE pg_catalog.format('SELECT last_value, is_called FROM %s', seq) INTO seq_last, seq_called;
+        IF seq_called AND (largest IS NULL OR seq_last OPERATOR(pg_catalog.>) largest) THEN
+            largest := seq_last;
+        END IF;
+    END LOOP;
+
+    IF family OPERATOR(pg_catalog.=) 'snowflake' THEN
+        -- Why snowflake_next() and not snowflake_min(clock_timestamp()): every later id of this
+        -- server is above the id it returns now, exactly, also while the generator runs ahead of
+        -- the wall clock or lags it (a forward step not followed yet). The id taken here is a
+        -- gap, like a rolled-back insert's.
+        must_advance := COALESCE(largest OPERATOR(pg_catalog.>=) @extschema@.snowflake_next(), false);
+        IF must_advance AND NOT pg_catalog.has_function_privilege('@extschema@.snowflake_advance_past(bigint)', 'EXECUTE') THEN
+            RAISE EXCEPTION 'permission denied for function snowflake_advance_past'
+                USING ERRCODE = 'insufficient_privilege',
+                      DETAIL = pg_catalog.format('The largest value of %s, %s, is not below the snowflake ids this server makes now: they must be advanced past it first.',
+                                                 target, largest),
+                      HINT = 'Ask a superuser to run the conversion, or to GRANT EXECUTE ON FUNCTION snowflake_advance_past(bigint) to you.';
+        END IF;
+        new_default := '@extschema@.snowflake_next()';
+    ELSE
+        first_number := GREATEST(largest, 0) OPERATOR(pg_catalog.+) 1;
+        BEGIN
+            PERFORM @extschema@.segment_create(tag, first_number, step,
+                                               pg_catalog.format('numbers of %s', target));
+        EXCEPTION WHEN unique_violation THEN
+            RAISE EXCEPTION 'segment tag "%" exists already', tag
+                USING ERRCODE = 'duplicate_object',
+                      HINT = pg_catalog.format('Choose another tag, or drop this one first with segment_drop(%L) if no table uses it.', tag);
+        END;
+        RAISE NOTICE 'created segment tag "%" starting at %', tag, first_number;
+        new_default := pg_catalog.format('@extschema@.segment_next(%L)', tag);
+    END IF;
+
+    IF col_identity OPERATOR(pg_catalog.<>) '' THEN
+        identity_sequence_name := identity_sequence::text;
+        EXECUTE pg_catalog.format('ALTER TABLE %s ALTER COLUMN %I DROP IDENTITY', table_name, column_name);
+        RAISE NOTICE 'dropped the identity of %, and its sequence %', target, identity_sequence_name;
+    END IF;
+
+    -- Widening: the column and every foreign-key column that references it, directly or through
+    -- other foreign keys, become bigint: they will hold the new values too. Why conparentid = 0:
+    -- the constraints a partitioned table's partitions inherit follow their parent's ALTER.
+    FOR widen IN
+        WITH RECURSIVE referencing(relid, attnum) AS (
+            SELECT table_name::oid, col_attnum
+            UNION
+            SELECT c.conrelid, c.conkey[pg_catalog.array_position(c.confkey, r.attnum)]
+              FROM referencing AS r
+              JOIN pg_catalog.pg_constraint AS c
+                ON c.confrelid OPERATOR(pg_catalog.=) r.relid
+               AND r.attnum OPERATOR(pg_catalog.=) ANY (c.confkey)
+             WHERE c.contype OPERATOR(pg_catalog.=) 'f' AND c.conparentid OPERATOR(pg_catalog.=) 0
+        )
+        SELECT r.relid::pg_catalog.regclass AS rel,
+               pg_catalog.array_agg(a.attname ORDER BY a.attnum) AS columns,
+               pg_catalog.array_agg(pg_catalog.format_type(a.atttypid, a.atttypmod) ORDER BY a.attnum) AS types
+          FROM referencing AS r
+          JOIN pg_catalog.pg_attribute AS a
+            ON a.attrelid OPERATOR(pg_catalog.=) r.relid AND a.attnum OPERATOR(pg_catalog.=) r.attnum
+         WHERE a.atttypid IN ('pg_catalog.int2'::pg_catalog.regtype, 'pg_catalog.int4'::pg_catalog.regtype)
+         GROUP BY r.relid
+         ORDER BY r.relid OPERATOR(pg_catalog.<>) table_name::oid,
+                  r.relid::pg_catalog.regclass::text COLLATE "C"
+    LOOP
+        -- One ALTER TABLE per table: one rewrite, also when it references itself.
+        EXECUTE pg_catalog.format('ALTER TABLE %s %s', widen.rel,
+            (SELECT pg_catalog.string_agg(pg_catalog.format('ALTER COLUMN %I TYPE pg_catalog.int8', c), ', ')
+               FROM pg_catalog.unnest(widen.columns) AS c));
+        FOR i IN 1 .. pg_catalog.array_length(widen.columns, 1) LOOP
+            RAISE NOTICE 'widened %.% from % to bigint', widen.rel,
+                         pg_catalog.quote_ident(widen.columns[i]), widen.types[i];
+        END LOOP;
+    END LOOP;
+
+    EXECUTE pg_catalog.format('ALTER TABLE %s ALTER COLUMN %I SET DEFAULT %s', table_name, column_name, new_default);
+    RAISE NOTICE 'default of % is now %', target, new_default;
+    FOREACH seq IN ARRAY sequences LOOP
+        RAISE NOTICE 'sequence % is left in place; drop it once nothing else uses it', seq;
+    END LOOP;
+
+    IF must_advance THEN
+        -- Last: it is not undone by a rollback, so every step that could fail comes before it.
+        PERFORM @extschema@.snowflake_advance_past(largest);
+        RAISE NOTICE 'advanced snowflake ids past %, the largest value of %', largest, target;
+    ELSIF family OPERATOR(pg_catalog.=) 'snowflake' AND largest IS NOT NULL THEN
+        RAISE NOTICE 'snowflake ids are above every value of % already (the largest is %)', target, largest;
+    END IF;
+END
+$convert$;
+COMMENT ON FUNCTION pg_idgen_convert_column(regclass, name, text, text, int) IS
+    'Internal: the work of snowflake_convert_column() and segment_convert_column().';
+
+CREATE FUNCTION snowflake_convert_column(table_name regclass, column_name name)
+RETURNS void
+LANGUAGE plpgsql
+SECURITY INVOKER
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM @extschema@.pg_idgen_convert_column(table_name, column_name, 'snowflake', NULL, NULL);
+END
+$$;
+COMMENT ON FUNCTION snowflake_convert_column(regclass, name) IS
+    'Switches a serial, IDENTITY or nextval() column (or an integer one without a default) to DEFAULT snowflake_next(): widens it and its foreign keys to bigint, advances the ids past its largest value if needed.';
+
+CREATE FUNCTION segment_convert_column(table_name regclass, column_name name, tag text,
+                                       step int DEFAULT 1000)
+RETURNS void
+LANGUAGE plpgsql
+SECURITY INVOKER
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM @extschema@.pg_idgen_convert_column(table_name, column_name, 'segment', tag, step);
+END
+$$;
+COMMENT ON FUNCTION segment_convert_column(regclass, name, text, int) IS
+    'Switches a serial, IDENTITY or nextval() column (or an integer one without a default) to DEFAULT segment_next(tag): creates the tag above its largest value, widens it and its foreign keys to bigint.';
+
+CREATE FUNCTION segment_create_from_sequence(tag text, sequence_name regclass, step int DEFAULT 1000)
+RETURNS bigint
+LANGUAGE plpgsql
+SECURITY INVOKER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    rel_kind     "char";
+    increment    bigint;
+    seq_last     bigint;
+    seq_called   boolean;
+    first_number bigint;
+BEGIN
+    IF tag IS NULL OR sequence_name IS NULL THEN
+        RAISE EXCEPTION 'segment_create_from_sequence: tag and sequence_name must not be NULL'
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    SELECT c.relkind INTO rel_kind FROM pg_catalog.pg_class AS c WHERE c.oid OPERATOR(pg_catalog.=) sequence_name;
+    IF rel_kind IS DISTINCT FROM 'S' THEN
+        RAISE EXCEPTION '% is not a sequence', sequence_name USING ERRCODE = 'wrong_object_type';
+    END IF;
+    SELECT s.seqincrement INTO increment FROM pg_catalog.pg_sequence AS s
+     WHERE s.seqrelid OPERATOR(pg_catalog.=) sequence_name;
+    IF increment OPERATOR(pg_catalog.<) 0 THEN
+        RAISE EXCEPTION 'sequence % is descending', sequence_name
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = pg_catalog.format('Its increment is %s; segment numbers only grow.', increment);
+    END IF;
+    -- The sequence's next value: the one its next nextval() would return.
+    EXECUTE pg_catalog.format('SELECT last_value, is_called FROM %s', sequence_name) INTO seq_last, seq_called;
+    first_number := CASE WHEN seq_called THEN seq_last OPERATOR(pg_catalog.+) increment ELSE seq_last END;
+    BEGIN
+        PERFORM @extschema@.segment_create(tag, first_number, step,
+                                           pg_catalog.format('continues sequence %s', sequence_name));
+    EXCEPTION WHEN unique_violation THEN
+        RAISE EXCEPTION 'segment tag "%" exists already', tag
+            USING ERRCODE = 'duplicate_object',
+                  HINT = pg_catalog.format('Choose another tag, or drop this one first with segment_drop(%L) if no table uses it.', tag);
+    END;
+    RETURN first_number;
+END
+$$;
+COMMENT ON FUNCTION segment_create_from_sequence(text, regclass, int) IS
+    'Creates a segment tag whose first number is the next value of a sequence (stop using the sequence first); returns that number.';

@@ -1,0 +1,128 @@
+//! `segment_next_range(tag, n)`: a block of `n` consecutive numbers of a tag in one call, for bulk
+//! loaders and pooled optimizers (Hibernate's `pooled`, which hands out `[first, first + n)`
+//! itself). The protocol is in `segment` (mod.rs), after the hot path's.
+
+use std::sync::atomic::{fence, Ordering};
+
+use pgrx::prelude::*;
+
+use super::next::{exhausted, forget_lookup, lookup, prefetch_offset, require_worker_database, wait_for_range, Deadline};
+use super::slot::{slots, Slot, SlotLock, FREE, LAST_GENERATION, OFFSET_BITS, OFFSET_MASK};
+use super::table::{check_tag_name, display, TextBytes};
+use crate::{errors, shmem};
+
+/// The largest block: a range must stay under 2^31 numbers (`slot::OFFSET_REPAIR_AT`).
+const MAX_BLOCK: i64 = 1 << 30;
+
+#[pg_extern(volatile, parallel_safe)]
+/// The first of `n` consecutive numbers of a segment tag, all the caller's: unique like
+/// `segment_next()`'s, and taken atomically.
+fn segment_next_range(tag: TextBytes, n: i64) -> i64 {
+    let tag = tag.0;
+    check_tag_name(tag);
+    if !(1..=MAX_BLOCK).contains(&n) {
+        errors::raise(
+            PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+            format!("invalid block size {n} for segment tag \"{}\"", display(tag)),
+            Some(format!("A block holds 1 to {MAX_BLOCK} numbers.")),
+            None,
+        )
+    }
+    let n = n as u64;
+    let state = shmem::shared();
+    errors::refuse_during_recovery("segment_next_range()");
+    require_worker_database();
+    let mut deadline = Deadline(None);
+    loop {
+        pgrx::check_for_interrupts!();
+        let (index, version) = lookup(tag, &mut deadline);
+        let slot = &slots()[index];
+        if slot.version.load(Ordering::Acquire) != version {
+            forget_lookup(tag);
+            continue;
+        }
+        let cursor = slot.cursor.load(Ordering::Acquire);
+        let (generation, offset) = (cursor >> OFFSET_BITS, cursor & OFFSET_MASK);
+        if let Some((start, len)) = slot.ranges[generation as usize % 2].read(generation) {
+            if offset + n <= len {
+                // Why compare-and-swap, not fetch_add: a block that does not fit must take nothing.
+                if slot.cursor.compare_exchange(cursor, cursor + n, Ordering::AcqRel, Ordering::Relaxed).is_err() {
+                    continue;
+                }
+                fence(Ordering::Acquire);
+                if slot.version.load(Ordering::Relaxed) != version {
+                    forget_lookup(tag); // retired meanwhile: the block is a gap
+                    continue;
+                }
+                let prefetch = prefetch_offset(len);
+                if (offset..offset + n).contains(&prefetch) {
+                    slot.want_next.store(true, Ordering::Release);
+                    state.wake_segment_worker();
+                }
+                return start + offset as i64;
+            }
+        }
+        if let Some(first) = switch_for_block(slot, tag, version, generation, n, &mut deadline) {
+            return first;
+        }
+    }
+}
+
+pgrx::extension_sql!(
+    r#"
+COMMENT ON FUNCTION segment_next_range(text, bigint) IS
+    'First of n consecutive numbers of a segment tag, all the caller''s, taken atomically (for bulk loads and pooled optimizers).';
+"#,
+    name = "segment_block",
+    requires = [segment_next_range]
+);
+
+/// The block does not fit in range `generation`. Under the lock: take it from the start of the
+/// next range, switching to it; or switch past a next range too short for it (a gap); then ask
+/// the worker for a range of at least `n` and wait. Returns the block's first number, or None to
+/// try again.
+#[cold]
+fn switch_for_block(slot: &Slot, tag: &[u8], version: u64, generation: u64, n: u64, deadline: &mut Deadline) -> Option<i64> {
+    let state = shmem::shared();
+    let waiting_at;
+    {
+        let _lock = SlotLock::exclusive();
+        let cursor = slot.cursor.load(Ordering::Acquire);
+        if slot.version.load(Ordering::Acquire) != version || cursor >> OFFSET_BITS != generation {
+            return None; // retired, or switched meanwhile
+        }
+        let used = slot.ranges[generation as usize % 2].read(generation).map_or(0, |(_, len)| (cursor & OFFSET_MASK).min(len));
+        if let Some((next_start, next_len)) = slot.ranges[(generation + 1) as usize % 2].read(generation + 1) {
+            if generation + 1 > LAST_GENERATION {
+                slot.set_state(FREE); // a new slot starts at generation 0 (a gap)
+                return None;
+            }
+            let taken = n.min(next_len);
+            // Against a fetch_add of the old range meanwhile: that call took a number, retry.
+            let switched = (generation + 1) << OFFSET_BITS | taken;
+            if slot.cursor.compare_exchange(cursor, switched, Ordering::AcqRel, Ordering::Relaxed).is_err() {
+                return None;
+            }
+            slot.issued_before.fetch_add(used, Ordering::Relaxed);
+            if taken == n {
+                if prefetch_offset(next_len) < n {
+                    slot.want_next.store(true, Ordering::Release);
+                    drop(_lock);
+                    state.wake_segment_worker();
+                }
+                return Some(next_start);
+            }
+            waiting_at = generation + 1; // the short range is spent: wait for the one after it
+        } else if slot.end_generation.load(Ordering::Acquire) == generation + 1 {
+            drop(_lock);
+            exhausted(tag);
+        } else {
+            waiting_at = generation;
+        }
+        slot.want_len.fetch_max(n, Ordering::AcqRel);
+        slot.want_next.store(true, Ordering::Release);
+    }
+    state.wake_segment_worker();
+    wait_for_range(slot, tag, version, waiting_at, deadline.ms());
+    None
+}
