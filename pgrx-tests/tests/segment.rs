@@ -524,3 +524,45 @@ fn tags_work_in_a_latin1_database() {
     assert_eq!(sqlstate(&error), "55000", "{error:?}");
     assert!(error.as_db_error().unwrap().message().contains("is not UTF-8 text"), "{error:?}");
 }
+
+/// Claim: blocks and single numbers taken at once by concurrent clients never overlap: 2 clients
+/// take blocks of 1 to 3,000 numbers (many larger than the cached range) with
+/// segment_next_range() while 2 take single numbers, and every number of every block is stored:
+/// no number twice. Likewise snowflake_next_range() against snowflake_next().
+#[test]
+fn blocks_and_single_numbers_of_concurrent_clients_never_overlap() {
+    let cluster = started_cluster("blocks", &["pg_idgen.node_id = 3"]);
+    let mut db = cluster.connect();
+    db.batch_execute(
+        "SELECT segment_create('blocks', step => 500);
+         CREATE TABLE numbers (client int, n bigint);
+         CREATE TABLE ids (client int, id bigint);",
+    )
+    .unwrap();
+    let statements = [
+        "INSERT INTO numbers SELECT $1, b.first + k
+           FROM (SELECT segment_next_range('blocks', size) AS first, size
+                   FROM (SELECT 1 + (random() * 2999)::int AS size FROM generate_series(1, 20)) AS s) AS b,
+                LATERAL generate_series(0, b.size - 1) AS k",
+        "INSERT INTO numbers SELECT $1, segment_next('blocks') FROM generate_series(1, 20000)",
+        // The size refers to g: a function in FROM that does not is called once and its rows reused.
+        "INSERT INTO ids SELECT $1, id FROM generate_series(1, 20) AS g, LATERAL snowflake_next_range(1 + (g * 7919 + $1 * 104729) % 10000) AS id",
+        "INSERT INTO ids SELECT $1, snowflake_next() FROM generate_series(1, 50000)",
+    ];
+    thread::scope(|scope| {
+        for (client, statement) in statements.iter().chain(statements.iter()).enumerate() {
+            let mut db = cluster.connect();
+            scope.spawn(move || {
+                for _ in 0..5 {
+                    db.execute(*statement, &[&(client as i32)]).unwrap();
+                }
+            });
+        }
+    });
+    for (table, column) in [("numbers", "n"), ("ids", "id")] {
+        let row = db.query_one(&format!("SELECT count(*), count(DISTINCT {column}) FROM {table}"), &[]).unwrap();
+        let (count, distinct): (i64, i64) = (row.get(0), row.get(1));
+        assert!(count > 200_000, "{table}: {count} stored");
+        assert_eq!(distinct, count, "{table}: no number twice");
+    }
+}

@@ -112,13 +112,14 @@ fn invalid_settings_stop_the_server_and_name_the_setting() {
 }
 
 /// Claim: the presets and per-setting overrides give the documented layouts, and ids made under
-/// them decode to this node's id.
+/// them decode to this node's id; js_safe ids stay below 2^53 (exact in a JavaScript number).
 #[test]
 fn presets_and_overrides_shape_the_ids() {
     let cases: &[(&[&str], &str, i32)] = &[
         (&["pg_idgen.layout = 'sonyflake'", "pg_idgen.node_id = 65535"], "sonyflake 39/16/8", 65535),
         (&["pg_idgen.layout = 'uidgen'", "pg_idgen.node_id = 4194303"], "uidgen 28/22/13", 4_194_303),
         (&["pg_idgen.node_bits = 4", "pg_idgen.sequence_bits = 18", "pg_idgen.node_id = 9"], "twitter 41/4/18", 9),
+        (&["pg_idgen.layout = 'js_safe'", "pg_idgen.node_id = 15"], "js_safe 41/4/8", 15),
     ];
     for (i, (settings, layout, node)) in cases.iter().enumerate() {
         let cluster = started_cluster(&format!("preset{i}"), settings);
@@ -128,20 +129,26 @@ fn presets_and_overrides_shape_the_ids() {
         let row = db
             .query_one(
                 "SELECT count(DISTINCT id), bool_and((id_decode(id)).node_id = $1),
-                        bool_and(abs(extract(epoch FROM snowflake_timestamp(id) - clock_timestamp())) < 2)
+                        bool_and(abs(extract(epoch FROM snowflake_timestamp(id) - clock_timestamp())) < 2),
+                        max(id)
                    FROM (SELECT snowflake_next() AS id FROM generate_series(1, 5000)) AS s",
                 &[node],
             )
             .unwrap();
         assert_eq!(row.get::<_, i64>(0), 5000, "{layout}: distinct ids");
+        if layout.starts_with("js_safe") {
+            assert!(row.get::<_, i64>(3) < 1 << 53, "{layout}: ids below 2^53");
+        }
         assert!(row.get::<_, bool>(1), "{layout}: node id {node} in every id");
         assert!(row.get::<_, bool>(2), "{layout}: time decodes to now");
     }
 }
 
-/// Claim: a hot standby refuses to generate any id (SQLSTATE 25006, like nextval()), but decodes.
+/// Claim: a hot standby refuses snowflake ids and segment numbers (SQLSTATE 25006, like
+/// nextval()), which its primary may be handing out too, but decodes. (UUIDv7s and ObjectIds it
+/// makes: objectid_uuid7.rs.)
 #[test]
-fn a_standby_refuses_to_generate_but_decodes() {
+fn a_standby_refuses_snowflake_ids_and_segment_numbers_but_decodes() {
     let primary = started_cluster("primary", &["pg_idgen.node_id = 1"]);
     let id: i64 = primary.connect().query_one("SELECT snowflake_next()", &[]).unwrap().get(0);
     let standby = Cluster::standby_of("standby", &primary);
@@ -150,7 +157,7 @@ fn a_standby_refuses_to_generate_but_decodes() {
     let mut db = standby.connect();
     let in_recovery: bool = db.query_one("SELECT pg_is_in_recovery()", &[]).unwrap().get(0);
     assert!(in_recovery);
-    for generator in ["snowflake_next()", "objectid_gen()", "uuid_v7_next()"] {
+    for generator in ["snowflake_next()", "snowflake_next_range(10)", "segment_next('any')", "segment_next_range('any', 10)"] {
         let error = db.query_one(&format!("SELECT {generator}"), &[]).expect_err("a standby must not generate");
         assert_eq!(sqlstate(&error), "25006", "{generator}: {error:?}");
     }

@@ -7,7 +7,7 @@ use pg_idgen_system_tests::{bin, sqlstate, Client, Cluster};
 const CURRENT: &str = "0.5.0";
 
 /// Every object of the extension as one line of text, sorted: functions with their result,
-/// volatility, strictness, parallel safety, privileges, comment and body; types, operators, casts,
+/// volatility, strictness, parallel safety, privileges, comment, body and settings; types, operators, casts,
 /// operator classes with their support functions and operators, aggregates; the tag table's
 /// columns, constraints, triggers and dump registration.
 fn extension_catalog(db: &mut Client) -> Vec<String> {
@@ -21,7 +21,7 @@ fn extension_catalog(db: &mut Client) -> Vec<String> {
                 || ' leakproof=' || p.proleakproof || ' acl=' || coalesce(p.proacl::text, 'default')
                 || ' defaults=' || coalesce(pg_get_expr(p.proargdefaults, 0), '')
                 || ' comment=' || coalesce(obj_description(p.oid, 'pg_proc'), '')
-                || ' body=' || md5(p.prosrc)
+                || ' body=' || md5(p.prosrc) || ' config=' || coalesce(p.proconfig::text, '') || ' definer=' || p.prosecdef
            FROM members AS m JOIN pg_proc AS p ON m.classid = 'pg_proc'::regclass AND p.oid = m.objid
          UNION ALL
          SELECT 'type ' || t.typname || ' len=' || t.typlen || ' comment=' || coalesce(obj_description(t.oid, 'pg_type'), '')
