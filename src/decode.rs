@@ -44,7 +44,19 @@ c_functions! {
 }
 
 pub fn snowflake_parts(layout: &Layout, id: i64) -> Parts {
-    layout.decompose(require_snowflake(id))
+    let id = require_snowflake(id);
+    let bits = layout.time_bits + layout.node_bits + layout.sequence_bits;
+    // Why: a layout of fewer than 63 bits (js_safe) never made a larger id; decoded, its time
+    // would be tens of thousands of years ahead.
+    if bits < 63 && id >> bits != 0 {
+        errors::raise(
+            PgSqlErrorCode::ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE,
+            format!("{id} is not a snowflake id of this layout"),
+            Some(format!("The layout ({}) makes ids below 2^{bits}.", layout.describe(clock::format_unix_micros))),
+            None,
+        );
+    }
+    layout.decompose(id)
 }
 
 /// `id`, if it can be a snowflake id: an error for a negative one.
@@ -87,7 +99,20 @@ fn snowflake_timestamp_in_layout(
     sequence_bits: default!(i32, 12),
 ) -> TimestampWithTimeZone {
     let layout = layout_of_arguments(epoch, time_unit_ms, node_bits, sequence_bits);
-    clock::unix_micros_to_timestamptz(layout.clock().tick_start_us(snowflake_parts(&layout, id).tick))
+    let tick = snowflake_parts(&layout, id).tick;
+    // Checked, not saturated: a long tick far from the epoch must be an error, not infinity.
+    (tick as i64)
+        .checked_mul(layout.unit_us())
+        .and_then(|since_epoch| since_epoch.checked_add(layout.epoch_us))
+        .and_then(|unix_us| TimestampWithTimeZone::try_from(clock::unix_to_pg_micros(unix_us)).ok())
+        .unwrap_or_else(|| {
+            errors::raise(
+                PgSqlErrorCode::ERRCODE_DATETIME_FIELD_OVERFLOW,
+                format!("the time of snowflake id {id} under this layout is outside the range of timestamptz"),
+                None,
+                None,
+            )
+        })
 }
 
 #[pg_extern(immutable, parallel_safe, name = "snowflake_min")]
@@ -107,10 +132,10 @@ fn snowflake_min_in_layout(
 /// The layout of the immutable decoders' arguments. The time takes every bit the node and
 /// sequence leave: a layout with fewer time bits makes the same ids, only fewer of them.
 fn layout_of_arguments(epoch: TimestampWithTimeZone, time_unit_ms: i32, node_bits: i32, sequence_bits: i32) -> Layout {
-    if !epoch.is_finite() {
+    let epoch_us = epoch.is_finite().then(|| epoch.into_inner().checked_add(clock::PG_EPOCH_OFFSET_US)).flatten();
+    let Some(epoch_us) = epoch_us else {
         errors::raise(PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE, format!("invalid snowflake epoch {epoch}"), None, None);
-    }
-    let epoch_us = clock::pg_to_unix_micros(epoch.into_inner());
+    };
     let layout = match (u32::try_from(node_bits), u32::try_from(sequence_bits), u64::try_from(time_unit_ms)) {
         (Err(_), _, _) => Err(LayoutError::NodeBits(node_bits as i64)),
         (_, Err(_), _) => Err(LayoutError::SequenceBits(sequence_bits as i64)),

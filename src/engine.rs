@@ -36,11 +36,12 @@ const MARK_WAIT_SLICE_US: std::ffi::c_long = 1_000;
 /// What bounds the values a call may hand out.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Bound {
-    /// The durable high-water mark: a primary.
+    /// The durable high-water mark (the caller refused a standby).
     Mark,
-    /// Nothing: a standby cannot move a mark (it writes no WAL), and only families unique by
-    /// their random bits generate there (`take_even_on_standby`).
-    Unbounded,
+    /// The mark on a primary, nothing on a standby: a standby cannot move a mark (it writes no
+    /// WAL), and only families unique by their random bits generate there. Checked only once a
+    /// value reaches the mark, so the hot path pays nothing for it.
+    MarkUnlessStandby,
 }
 
 /// One family's generator: its shape under the configured layout, and its cell in shared memory.
@@ -76,13 +77,13 @@ impl Generator {
     /// What every generator function does: check that it may run (preloaded, not a standby),
     /// then advance its cell. Returns the new stamp, and the state. Like nextval(), which a
     /// standby refuses: its primary may be handing out the same values.
-    #[inline]
+    #[inline(always)]
     pub fn take(&self, function: &str) -> (Stamp, &'static SharedState) {
         self.take_block(function, 1)
     }
 
     /// `take` for `count` consecutive stamps at once: returns the first.
-    #[inline]
+    #[inline(always)]
     pub fn take_block(&self, function: &str, count: u64) -> (Stamp, &'static SharedState) {
         let state = crate::shmem::shared();
         errors::refuse_during_recovery(function);
@@ -95,18 +96,25 @@ impl Generator {
     /// before that mark, increasing through a promotion, and ahead of the clock by up to
     /// pg_idgen.clock_reserve. A standby's values and its primary's later ones may share a tick
     /// and counter; their random bits tell them apart.
-    #[inline]
+    #[inline(always)]
     pub fn take_even_on_standby(&self) -> (Stamp, &'static SharedState) {
         let state = crate::shmem::shared();
-        let bound = if errors::recovery_is_over() { Bound::Mark } else { Bound::Unbounded };
-        (self.next(state, crate::settings::config(), 1, bound), state)
+        (self.next(state, crate::settings::config(), 1, Bound::MarkUnlessStandby), state)
     }
 
-    /// The most stamps one block may take: what may be borrowed beyond the current tick, plus
-    /// that tick. A larger block could never be handed out without waiting past the limit.
+    /// The most stamps one block may take: as many ticks as ids may run ahead of the clock
+    /// (`pg_idgen.max_clock_borrow`) and stay below the high-water mark (half of
+    /// `pg_idgen.clock_reserve`, the least the clock worker keeps it ahead), less one; or, with
+    /// no such tick, what a fresh tick holds. So a block that starts anywhere in the current
+    /// tick fits without waiting, unless other calls borrowed ahead of it.
     pub fn max_block(&self, config: &Config) -> u64 {
-        let borrow_ticks = (config.max_clock_borrow_ms as i64 * 1000 / self.shape.clock.unit_us) as u64;
-        (borrow_ticks + 1) << self.shape.counter_bits
+        let ahead_ms = config.max_clock_borrow_ms.min(config.clock_reserve_ms / 2) as i64;
+        let ticks = ((ahead_ms * 1000 / self.shape.clock.unit_us) as u64).saturating_sub(1);
+        if ticks == 0 {
+            (1 << self.shape.counter_bits) - self.shape.tick_start_below
+        } else {
+            ticks << self.shape.counter_bits
+        }
     }
 
     /// The stamp of the last value handed out, or None when none was since the last restore or
@@ -137,18 +145,14 @@ impl Generator {
 
     /// Advances the generator's cell by `count` stamps and returns the first of them. Every check
     /// (borrowing, the time bits, the high-water mark) applies to the last.
-    #[inline]
+    #[inline(always)]
     fn next(&self, state: &SharedState, config: &Config, count: u64, bound: Bound) -> Stamp {
         let cell = self.cell(state);
-        let limit_of = |cell: &GeneratorCell| match bound {
-            Bound::Mark => cell.limit.load(Ordering::Relaxed),
-            Bound::Unbounded => Stamp::MAX,
-        };
         let shape = &self.shape;
         let borrow_ticks = (config.max_clock_borrow_ms as i64 * 1000 / shape.clock.unit_us) as u64;
         let mut waited_us = 0i64;
         let mut last = cell.last.load(Ordering::Relaxed);
-        let mut limit = limit_of(cell);
+        let mut limit = cell.limit.load(Ordering::Relaxed);
         let mut now_us = Self::now_us(state, config);
         loop {
             let now_tick = shape.clock.tick_at(now_us).unwrap_or_else(|| self.outside_clock(now_us));
@@ -175,9 +179,13 @@ impl Generator {
                 self.outside_clock(shape.clock.tick_start_us(candidate_tick));
             }
             if block_end >= limit {
+                if bound == Bound::MarkUnlessStandby && !errors::recovery_is_over() {
+                    limit = Stamp::MAX;
+                    continue;
+                }
                 waited_us += self.wait_for_mark(state, config, waited_us);
                 last = cell.last.load(Ordering::Relaxed);
-                limit = limit_of(cell);
+                limit = cell.limit.load(Ordering::Relaxed);
                 now_us = Self::now_us(state, config);
                 continue;
             }

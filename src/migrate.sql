@@ -8,6 +8,25 @@
 -- Why row_security = off: a maximum read under a row-level security policy could miss rows; off,
 -- such a table is an error instead of a wrong start.
 
+-- A sequence whose numbers a segment tag continues must hand out no more: set to its last
+-- value, without cycling, its next nextval() fails (2200H). The caller holds its lock.
+CREATE FUNCTION pg_idgen_stop_sequence(sequence_name regclass)
+RETURNS void
+LANGUAGE plpgsql
+SECURITY INVOKER
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM pg_catalog.setval(sequence_name,
+                              CASE WHEN s.seqincrement OPERATOR(pg_catalog.>) 0 THEN s.seqmax ELSE s.seqmin END,
+                              true)
+       FROM pg_catalog.pg_sequence AS s
+      WHERE s.seqrelid OPERATOR(pg_catalog.=) sequence_name;
+END
+$$;
+COMMENT ON FUNCTION pg_idgen_stop_sequence(regclass) IS
+    'Internal: sets a sequence to its last value (it does not cycle), so that nextval() on it fails.';
+
 -- The work shared by snowflake_convert_column() and segment_convert_column(); `family` is
 -- 'snowflake' or 'segment' (then `tag` and `step` make the tag).
 CREATE FUNCTION pg_idgen_convert_column(table_name regclass, column_name name, family text,
@@ -41,6 +60,10 @@ DECLARE
     must_advance boolean := false;
     widen       record;
     new_default text;
+    others      text;
+    alterations text[] := '{}';   -- one ALTER TABLE per table to widen, run once all are checked
+    widened     text[] := '{}';   -- what they widen, for the notices
+    statement   text;
 BEGIN
     IF table_name IS NULL OR column_name IS NULL THEN
         RAISE EXCEPTION '%: table_name and column_name must not be NULL', caller
@@ -146,6 +169,34 @@ BEGIN
         END IF;
     END LOOP;
 
+    IF family OPERATOR(pg_catalog.=) 'segment' THEN
+        -- A sequence left to hand out numbers would hand out the tag's: it is exhausted below,
+        -- which a sequence that other columns use must not be.
+        SELECT pg_catalog.string_agg(pg_catalog.format('%s (%s.%I)', d.refobjid::pg_catalog.regclass,
+                                                       ad.adrelid::pg_catalog.regclass, a.attname), ', ')
+          INTO others
+          FROM pg_catalog.pg_depend AS d
+          JOIN pg_catalog.pg_attrdef AS ad ON ad.oid OPERATOR(pg_catalog.=) d.objid
+          JOIN pg_catalog.pg_attribute AS a
+            ON a.attrelid OPERATOR(pg_catalog.=) ad.adrelid AND a.attnum OPERATOR(pg_catalog.=) ad.adnum
+         WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_attrdef'::pg_catalog.regclass
+           AND d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass
+           AND d.refobjid::pg_catalog.regclass OPERATOR(pg_catalog.=) ANY (sequences)
+           AND d.objid OPERATOR(pg_catalog.<>) default_oid;
+        IF others IS NOT NULL THEN
+            RAISE EXCEPTION 'cannot convert % to segment numbers: its sequence is the default of other columns too', target
+                USING ERRCODE = 'object_not_in_prerequisite_state',
+                      DETAIL = pg_catalog.format('Used by: %s. The conversion stops the sequence (the tag continues its numbers), which would break them.', others),
+                      HINT = 'Give the other columns sequences of their own first, or convert this column to snowflake ids.';
+        END IF;
+        -- Why ALTER SEQUENCE first: it locks each sequence against nextval() until commit, so
+        -- no number is handed out between reading the sequence and stopping it.
+        FOREACH seq IN ARRAY pg_catalog.array_append(sequences, identity_sequence) LOOP
+            CONTINUE WHEN seq IS NULL;
+            EXECUTE pg_catalog.format('ALTER SEQUENCE %s NO CYCLE', seq);
+        END LOOP;
+    END IF;
+
     -- Every new value must be above every existing one: the rows' (children and partitions
     -- included) and every number the column's sequences handed out, used or not.
     EXECUTE pg_catalog.format('SELECT pg_catalog.max(%I)::pg_catalog.int8 FROM %s', column_name, table_name)
@@ -169,7 +220,7 @@ BEGIN
                 USING ERRCODE = 'insufficient_privilege',
                       DETAIL = pg_catalog.format('The largest value of %s, %s, is not below the snowflake ids this server makes now: they must be advanced past it first.',
                                                  target, largest),
-                      HINT = 'Ask a superuser to run the conversion, or to GRANT EXECUTE ON FUNCTION snowflake_advance_past(bigint) to you.';
+                      HINT = 'Ask a superuser to GRANT EXECUTE ON FUNCTION snowflake_advance_past(bigint) to you.';
         END IF;
         new_default := '@extschema@.snowflake_next()';
     ELSE
@@ -217,20 +268,43 @@ BEGIN
          ORDER BY r.relid OPERATOR(pg_catalog.<>) table_name::oid,
                   r.relid::pg_catalog.regclass::text COLLATE "C"
     LOOP
+        -- Why only tables of the same owner: ALTER TABLE runs a table's CHECK constraints with the
+        -- caller's privileges, and a table the caller did not name, owned by someone who may
+        -- only reference this one, must not get to run code as, say, a superuser.
+        IF (SELECT c.relowner FROM pg_catalog.pg_class AS c WHERE c.oid OPERATOR(pg_catalog.=) widen.rel)
+           OPERATOR(pg_catalog.<>)
+           (SELECT c.relowner FROM pg_catalog.pg_class AS c WHERE c.oid OPERATOR(pg_catalog.=) table_name) THEN
+            RAISE EXCEPTION 'cannot widen the foreign-key columns of % to bigint: it belongs to another role than %', widen.rel, table_name
+                USING ERRCODE = 'insufficient_privilege',
+                      DETAIL = pg_catalog.format('Its columns %s reference %s. Altered here, its constraints would run with your privileges.',
+                                                 pg_catalog.array_to_string(widen.columns, ', '), target),
+                      HINT = pg_catalog.format('Its owner widens them first (ALTER TABLE %s ALTER COLUMN … TYPE bigint), then convert again.', widen.rel);
+        END IF;
         -- One ALTER TABLE per table: one rewrite, also when it references itself.
-        EXECUTE pg_catalog.format('ALTER TABLE %s %s', widen.rel,
+        alterations := pg_catalog.array_append(alterations, pg_catalog.format('ALTER TABLE %s %s', widen.rel,
             (SELECT pg_catalog.string_agg(pg_catalog.format('ALTER COLUMN %I TYPE pg_catalog.int8', c), ', ')
-               FROM pg_catalog.unnest(widen.columns) AS c));
+               FROM pg_catalog.unnest(widen.columns) AS c)));
         FOR i IN 1 .. pg_catalog.array_length(widen.columns, 1) LOOP
-            RAISE NOTICE 'widened %.% from % to bigint', widen.rel,
-                         pg_catalog.quote_ident(widen.columns[i]), widen.types[i];
+            widened := pg_catalog.array_append(widened, pg_catalog.format('%s.%I from %s', widen.rel,
+                                                                          widen.columns[i], widen.types[i]));
         END LOOP;
+    END LOOP;
+    FOREACH statement IN ARRAY alterations LOOP
+        EXECUTE statement;
+    END LOOP;
+    FOREACH statement IN ARRAY widened LOOP
+        RAISE NOTICE 'widened % to bigint', statement;
     END LOOP;
 
     EXECUTE pg_catalog.format('ALTER TABLE %s ALTER COLUMN %I SET DEFAULT %s', table_name, column_name, new_default);
     RAISE NOTICE 'default of % is now %', target, new_default;
     FOREACH seq IN ARRAY sequences LOOP
-        RAISE NOTICE 'sequence % is left in place; drop it once nothing else uses it', seq;
+        IF family OPERATOR(pg_catalog.=) 'segment' THEN
+            PERFORM @extschema@.pg_idgen_stop_sequence(seq);
+            RAISE NOTICE 'sequence % is stopped (nextval() on it fails: tag "%" continues its numbers); drop it once nothing uses it', seq, tag;
+        ELSE
+            RAISE NOTICE 'sequence % is left in place; drop it once nothing else uses it', seq;
+        END IF;
     END LOOP;
 
     IF must_advance THEN
@@ -281,6 +355,7 @@ AS $$
 DECLARE
     rel_kind     "char";
     increment    bigint;
+    seq_max      bigint;
     seq_last     bigint;
     seq_called   boolean;
     first_number bigint;
@@ -293,15 +368,23 @@ BEGIN
     IF rel_kind IS DISTINCT FROM 'S' THEN
         RAISE EXCEPTION '% is not a sequence', sequence_name USING ERRCODE = 'wrong_object_type';
     END IF;
-    SELECT s.seqincrement INTO increment FROM pg_catalog.pg_sequence AS s
+    SELECT s.seqincrement, s.seqmax INTO increment, seq_max FROM pg_catalog.pg_sequence AS s
      WHERE s.seqrelid OPERATOR(pg_catalog.=) sequence_name;
     IF increment OPERATOR(pg_catalog.<) 0 THEN
         RAISE EXCEPTION 'sequence % is descending', sequence_name
             USING ERRCODE = 'invalid_parameter_value',
                   DETAIL = pg_catalog.format('Its increment is %s; segment numbers only grow.', increment);
     END IF;
+    -- Why ALTER SEQUENCE first: it locks the sequence against nextval() until commit, so no
+    -- number is handed out between reading it and stopping it.
+    EXECUTE pg_catalog.format('ALTER SEQUENCE %s NO CYCLE', sequence_name);
     -- The sequence's next value: the one its next nextval() would return.
     EXECUTE pg_catalog.format('SELECT last_value, is_called FROM %s', sequence_name) INTO seq_last, seq_called;
+    IF seq_called AND seq_last OPERATOR(pg_catalog.>) (seq_max OPERATOR(pg_catalog.-) increment) THEN
+        RAISE EXCEPTION 'sequence % has no next value', sequence_name
+            USING ERRCODE = 'sequence_generator_limit_exceeded',
+                  DETAIL = pg_catalog.format('It handed out its maximum, %s (or a segment tag continues it already).', seq_max);
+    END IF;
     first_number := CASE WHEN seq_called THEN seq_last OPERATOR(pg_catalog.+) increment ELSE seq_last END;
     BEGIN
         PERFORM @extschema@.segment_create(tag, first_number, step,
@@ -311,8 +394,10 @@ BEGIN
             USING ERRCODE = 'duplicate_object',
                   HINT = pg_catalog.format('Choose another tag, or drop this one first with segment_drop(%L) if no table uses it.', tag);
     END;
+    PERFORM @extschema@.pg_idgen_stop_sequence(sequence_name);
+    RAISE NOTICE 'sequence % is stopped (nextval() on it fails: tag "%" continues its numbers)', sequence_name, tag;
     RETURN first_number;
 END
 $$;
 COMMENT ON FUNCTION segment_create_from_sequence(text, regclass, int) IS
-    'Creates a segment tag whose first number is the next value of a sequence (stop using the sequence first); returns that number.';
+    'Creates a segment tag whose first number is the next value of a sequence, and stops the sequence (nextval() on it fails); returns that number.';

@@ -37,8 +37,8 @@ fn snowflake_next_range(n: i64) -> SetOfIterator<'static, i64> {
             PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
             format!("invalid block size {n} for snowflake ids"),
             Some(format!(
-                "A block holds 1 to {max_block} ids: one tick's sequence, times the ticks pg_idgen.max_clock_borrow ({} ms) lets ids run ahead of the clock, plus one.",
-                config.max_clock_borrow_ms
+                "A block holds 1 to {max_block} ids: one tick's sequence times the ticks ids may run ahead of the clock, less one (pg_idgen.max_clock_borrow, {} ms, at most half of pg_idgen.clock_reserve, {} ms).",
+                config.max_clock_borrow_ms, config.clock_reserve_ms
             )),
             None,
         )

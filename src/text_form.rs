@@ -8,6 +8,7 @@ use crate::base32::{Base32Error, Width};
 use crate::c_function::{self, c_functions};
 use crate::errors;
 use crate::objectid::{self, ObjectId, OBJECTID_LEN};
+use crate::segment::table::TextBytes;
 
 const UUID: Width = Width::of_bits(128);
 const OBJECTID: Width = Width::of_bits(8 * OBJECTID_LEN as u32);
@@ -22,7 +23,7 @@ fn uuid_to_base32(id: pgrx::Uuid) -> String {
 
 #[pg_extern(immutable, parallel_safe)]
 /// The UUID written as 26 Crockford base32 digits.
-fn uuid_from_base32(text: &str) -> pgrx::Uuid {
+fn uuid_from_base32(text: TextBytes) -> pgrx::Uuid {
     pgrx::Uuid::from_bytes(decode(UUID, "a uuid", text).to_be_bytes())
 }
 
@@ -35,7 +36,7 @@ fn snowflake_to_base32(id: i64) -> String {
 
 #[pg_extern(immutable, parallel_safe)]
 /// The snowflake id written as 13 Crockford base32 digits.
-fn snowflake_from_base32(text: &str) -> i64 {
+fn snowflake_from_base32(text: TextBytes) -> i64 {
     decode(SNOWFLAKE, "a snowflake id", text) as i64
 }
 
@@ -50,19 +51,29 @@ c_functions! {
 
     /// `objectid_from_base32(text)`.
     fn pg_idgen_objectid_from_base32 / pg_finfo_pg_idgen_objectid_from_base32 (fcinfo) {
-        let text: &str = c_function::arg(fcinfo, 0);
-        let wide = decode(OBJECTID, "an objectid", text).to_be_bytes();
+        let text: &[u8] = c_function::arg(fcinfo, 0);
+        let wide = decode(OBJECTID, "an objectid", TextBytes(text)).to_be_bytes();
         objectid::datum(ObjectId(wide[16 - OBJECTID_LEN..].try_into().unwrap()))
     }
 }
 
 /// The value of `text` at `width`, or the error PostgreSQL gives for bad input of a type
 /// (22P02), quoting the text. `a_type` names the type with its article ("an objectid").
-fn decode(width: Width, a_type: &str, text: &str) -> u128 {
+/// Why bytes: in a database whose encoding is not UTF-8 the text may not be UTF-8; every digit
+/// is ASCII, so any other byte is simply not one.
+fn decode(width: Width, a_type: &str, text: TextBytes) -> u128 {
     let type_name = a_type.split_once(' ').map_or(a_type, |(_, name)| name);
-    width.decode(text).unwrap_or_else(|error| {
+    let shown = String::from_utf8_lossy(text.0);
+    let digits = match text.0.iter().position(|b| !b.is_ascii()) {
+        Some(position) => Err(Base32Error::Digit(char::REPLACEMENT_CHARACTER, position + 1)),
+        // ASCII is UTF-8: from_utf8 cannot fail here.
+        None => width.decode(std::str::from_utf8(text.0).unwrap_or_default()),
+    };
+    let text = shown;
+    digits.unwrap_or_else(|error| {
         let detail = match error {
             Base32Error::Length(count) => format!("It has {count} characters; {a_type} is {} base32 digits.", width.digits),
+            Base32Error::Digit(char::REPLACEMENT_CHARACTER, position) => format!("Character {position} is not ASCII, so not a Crockford base32 digit."),
             Base32Error::Digit(ch, position) => format!("Character {position} ({ch:?}) is not a Crockford base32 digit."),
             Base32Error::Overflow => format!("The value has more than the {} bits of {a_type}.", width.bits),
         };

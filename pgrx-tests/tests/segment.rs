@@ -499,8 +499,9 @@ fn dropping_a_tag_in_another_database_leaves_the_segment_database_alone() {
 
 /// Claim: in a LATIN1 database (pg_idgen.database), tags with non-ASCII letters are created,
 /// served and shown by segment_status() as they were written; an error names such a tag with its
-/// non-ASCII bytes as \xNN (a message must be valid text in every encoding); a schema name that is
-/// not UTF-8 is refused with a clear error.
+/// non-ASCII bytes as \xNN (a message must be valid text in every encoding); base32 text with a
+/// non-ASCII letter is bad input (22P02), not a crash; a schema name that is not UTF-8 is refused
+/// with a clear error.
 #[test]
 fn tags_work_in_a_latin1_database() {
     let cluster = started_cluster("segment-latin1", &["pg_idgen.database = 'latin'"]);
@@ -517,6 +518,10 @@ fn tags_work_in_a_latin1_database() {
     assert_eq!(sqlstate(&error), "42704");
     assert!(error.as_db_error().unwrap().message().contains("\"na\\xefve\""), "{error:?}");
     db.batch_execute("SELECT segment_drop('café')").unwrap();
+    for function in ["snowflake_from_base32", "uuid_from_base32", "objectid_from_base32"] {
+        let error = db.query_one(&format!("SELECT {function}('0000000000é00')"), &[]).expect_err("not a digit");
+        assert_eq!(sqlstate(&error), "22P02", "{function}: {error:?}");
+    }
     // A schema name that is not UTF-8 cannot be written into pg_idgen's SQL unchanged: refused
     // with a clear error, not run against whatever a mangled name would mean.
     db.batch_execute("ALTER SCHEMA public RENAME TO \"é\"").unwrap();

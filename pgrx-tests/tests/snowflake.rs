@@ -138,6 +138,8 @@ fn presets_and_overrides_shape_the_ids() {
         assert_eq!(row.get::<_, i64>(0), 5000, "{layout}: distinct ids");
         if layout.starts_with("js_safe") {
             assert!(row.get::<_, i64>(3) < 1 << 53, "{layout}: ids below 2^53");
+            let error = db.query_one("SELECT snowflake_timestamp(1::bigint << 60)", &[]).expect_err("not an id of js_safe");
+            assert_eq!(sqlstate(&error), "22003", "{error:?}");
         }
         assert!(row.get::<_, bool>(1), "{layout}: node id {node} in every id");
         assert!(row.get::<_, bool>(2), "{layout}: time decodes to now");

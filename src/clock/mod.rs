@@ -9,7 +9,7 @@ use std::sync::atomic::Ordering::Relaxed;
 use pgrx::datum::TimestampWithTimeZone;
 
 /// Microseconds between 1970-01-01 and 2000-01-01, PostgreSQL's timestamp zero.
-const PG_EPOCH_OFFSET_US: i64 = 946_684_800_000_000;
+pub const PG_EPOCH_OFFSET_US: i64 = 946_684_800_000_000;
 
 /// The wall clock (`CLOCK_REALTIME`), in microseconds since the Unix epoch. It can step backwards.
 /// Read with libc directly: `SystemTime` adds a checked subtraction, and pgrx's `pg_sys` wrappers

@@ -99,7 +99,7 @@ CREATE OPERATOR CLASS objectid_minmax_ops DEFAULT FOR TYPE objectid USING brin A
     FUNCTION 3 brin_minmax_consistent(internal, internal, internal),
     FUNCTION 4 brin_minmax_union(internal, internal, internal);
 CREATE OPERATOR CLASS objectid_bloom_ops FOR TYPE objectid USING brin AS
-    OPERATOR 3 =,
+    OPERATOR 1 =,
     FUNCTION 1 brin_bloom_opcinfo(internal),
     FUNCTION 2 brin_bloom_add_value(internal, internal, internal, internal),
     FUNCTION 3 brin_bloom_consistent(internal, internal, internal, int),

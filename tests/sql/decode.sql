@@ -78,6 +78,7 @@ SELECT snowflake_timestamp(1, '2025-01-01+00', 1, 32, 12);
 SELECT snowflake_timestamp(1, '2025-01-01+00', 1, 10, 0);
 SELECT snowflake_timestamp(1, '2025-01-01+00', 1, -1, 12);
 SELECT snowflake_timestamp(1, 'infinity');
+SELECT snowflake_timestamp(9223372036854775807, '2025-01-01+00', 86400000, 0, 1);
 SELECT snowflake_timestamp(-1, '2025-01-01+00');
 SELECT snowflake_min('2024-12-31+00', '2025-01-01+00');
 SELECT sqlstate_of($$SELECT snowflake_timestamp(1, '2025-01-01+00', 0)$$) AS bad_unit,

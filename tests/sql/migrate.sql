@@ -141,12 +141,19 @@ SELECT segment_convert_column('invoices', 'no', 'invoice_no', step => 10);
 SELECT * FROM columns_of('invoices');
 SELECT tag, max_id, step, description FROM segment_tag WHERE tag = 'invoice_no';
 INSERT INTO invoices (total) VALUES (6), (7) RETURNING no;
+-- The sequence is stopped: whatever still calls nextval() on it fails (2200H) rather than hand
+-- out the tag's numbers.
+SELECT nextval('invoices_no_seq');
+SELECT sqlstate_of($$SELECT nextval('invoices_no_seq')$$) AS stopped;
 
--- segment_create_from_sequence(): the tag continues where the sequence's next nextval() would.
+-- segment_create_from_sequence(): the tag continues where the sequence's next nextval() would,
+-- and the sequence is stopped (2200H), as above.
 CREATE SEQUENCE ticket_seq START 100 INCREMENT 5;
 SELECT segment_create_from_sequence('tickets_unused', 'ticket_seq') AS first_number;
-SELECT nextval('ticket_seq'), nextval('ticket_seq');
-SELECT segment_create_from_sequence('tickets_used', 'ticket_seq', step => 50) AS first_number;
+SELECT sqlstate_of($$SELECT nextval('ticket_seq')$$) AS stopped;
+CREATE SEQUENCE used_seq START 100 INCREMENT 5;
+SELECT nextval('used_seq'), nextval('used_seq');
+SELECT segment_create_from_sequence('tickets_used', 'used_seq', step => 50) AS first_number;
 SELECT tag, max_id, step, description FROM segment_tag WHERE tag LIKE 'tickets%' ORDER BY tag;
 SELECT segment_next('tickets_used') AS continues_the_sequence;
 -- Errors: not a sequence (42809), a descending sequence (22023), a tag that exists (42710).
@@ -155,8 +162,12 @@ SELECT sqlstate_of($$SELECT segment_create_from_sequence('t', 'invoices')$$);
 CREATE SEQUENCE countdown INCREMENT -1;
 SELECT segment_create_from_sequence('t', 'countdown');
 SELECT sqlstate_of($$SELECT segment_create_from_sequence('t', 'countdown')$$);
-SELECT segment_create_from_sequence('tickets_used', 'ticket_seq');
-SELECT sqlstate_of($$SELECT segment_create_from_sequence('tickets_used', 'ticket_seq')$$);
+CREATE SEQUENCE spare_seq;
+SELECT segment_create_from_sequence('tickets_used', 'spare_seq');
+SELECT sqlstate_of($$SELECT segment_create_from_sequence('tickets_used', 'spare_seq')$$);
+-- A stopped sequence has no next value to continue from (2200H).
+SELECT segment_create_from_sequence('tickets_again', 'ticket_seq');
+SELECT sqlstate_of($$SELECT segment_create_from_sequence('tickets_again', 'ticket_seq')$$);
 SELECT segment_create_from_sequence(NULL, 'ticket_seq');
 
 -- Errors of the conversions, each naming the table and the column.
@@ -189,6 +200,21 @@ CREATE TABLE receipts (no serial PRIMARY KEY);
 SELECT segment_convert_column('receipts', 'no', 'invoice_no');
 SELECT sqlstate_of($$SELECT segment_convert_column('receipts', 'no', 'invoice_no')$$);
 SELECT * FROM columns_of('receipts');
+-- A sequence that other columns use too cannot be stopped for a tag (55000).
+CREATE SEQUENCE pair_seq;
+CREATE TABLE pair_a (id int DEFAULT nextval('pair_seq'));
+CREATE TABLE pair_b (id int DEFAULT nextval('pair_seq'));
+SELECT segment_convert_column('pair_a', 'id', 'pairs');
+SELECT sqlstate_of($$SELECT segment_convert_column('pair_a', 'id', 'pairs')$$);
+SELECT nextval('pair_seq') AS still_running;
+-- A referencing table of another owner is not altered behind its owner's back (42501): its
+-- constraints would run with the caller's privileges. Nothing changes.
+CREATE TABLE owned (id serial PRIMARY KEY);
+CREATE TABLE referrer (ref int REFERENCES owned);
+ALTER TABLE referrer OWNER TO regress_pg_idgen_migrate;
+SELECT snowflake_convert_column('owned', 'id');
+SELECT sqlstate_of($$SELECT snowflake_convert_column('owned', 'id')$$);
+SELECT * FROM columns_of('owned', 'referrer');
 
 -- What PostgreSQL refuses surfaces as its own error, and the whole call rolls back: a view on a
 -- referencing column fails the widening after the referenced table was widened and the tag

@@ -114,4 +114,10 @@ SET enable_seqscan = off;
 EXPLAIN (COSTS OFF) SELECT count(*) FROM logged WHERE id >= objectid_min(now() - interval '1 minute');
 RESET enable_seqscan;
 SELECT count(*) = 5000 AS found_by_brin FROM logged WHERE id >= objectid_min(now() - interval '1 hour');
+-- Equality through the bloom index alone.
+DROP INDEX logged_brin;
+SET enable_seqscan = off;
+EXPLAIN (COSTS OFF) SELECT n FROM logged WHERE id = '65678901aabbccddee001122';
+SELECT count(*) AS found_by_bloom FROM logged WHERE id = (SELECT id FROM logged WHERE n = 4321);
+RESET enable_seqscan;
 DROP TABLE logged, sorted;

@@ -36,6 +36,7 @@ SELECT objectid_from_base32('2SB7H40TNEYCVQQ00492');
 SELECT snowflake_from_base32('8000000000000');
 SELECT snowflake_from_base32('0000-00000000');
 SELECT snowflake_from_base32('');
+SELECT snowflake_from_base32('00000000000é0');
 SELECT id_to_base32(-1::bigint);
 SELECT sqlstate_of($$SELECT snowflake_from_base32('x')$$) AS malformed,
        sqlstate_of($$SELECT id_to_base32(-1::bigint)$$) AS negative;
