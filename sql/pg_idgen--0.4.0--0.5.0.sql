@@ -167,6 +167,7 @@ DECLARE
     new_default text;
     others      text;
     alterations text[] := '{}';   -- one ALTER TABLE per table to widen, run once all are checked
+    altered     regclass[];       -- the tables to widen
     widened     text[] := '{}';   -- what they widen, for the notices
     statement   text;
 BEGIN
@@ -373,18 +374,7 @@ BEGIN
          ORDER BY r.relid OPERATOR(pg_catalog.<>) table_name::oid,
                   r.relid::pg_catalog.regclass::text COLLATE "C"
     LOOP
-        -- Why only tables of the same owner: ALTER TABLE runs a table's CHECK constraints with the
-        -- caller's privileges, and a table the caller did not name, owned by someone who may
-        -- only reference this one, must not get to run code as, say, a superuser.
-        IF (SELECT c.relowner FROM pg_catalog.pg_class AS c WHERE c.oid OPERATOR(pg_catalog.=) widen.rel)
-           OPERATOR(pg_catalog.<>)
-           (SELECT c.relowner FROM pg_catalog.pg_class AS c WHERE c.oid OPERATOR(pg_catalog.=) table_name) THEN
-            RAISE EXCEPTION 'cannot widen the foreign-key columns of % to bigint: it belongs to another role than %', widen.rel, table_name
-                USING ERRCODE = 'insufficient_privilege',
-                      DETAIL = pg_catalog.format('Its columns %s reference %s. Altered here, its constraints would run with your privileges.',
-                                                 pg_catalog.array_to_string(widen.columns, ', '), target),
-                      HINT = pg_catalog.format('Its owner widens them first (ALTER TABLE %s ALTER COLUMN … TYPE bigint), then convert again.', widen.rel);
-        END IF;
+        altered := pg_catalog.array_append(altered, widen.rel);
         -- One ALTER TABLE per table: one rewrite, also when it references itself.
         alterations := pg_catalog.array_append(alterations, pg_catalog.format('ALTER TABLE %s %s', widen.rel,
             (SELECT pg_catalog.string_agg(pg_catalog.format('ALTER COLUMN %I TYPE pg_catalog.int8', c), ', ')
@@ -394,6 +384,28 @@ BEGIN
                                                                           widen.columns[i], widen.types[i]));
         END LOOP;
     END LOOP;
+    -- Why only tables of the converted table's owner: ALTER TABLE rewrites them, their partitions
+    -- and inheritance children, running their CHECK constraints with the caller's privileges; a
+    -- table the caller did not name, owned by a role that may only reference this one, must not
+    -- get to run code as, say, a superuser.
+    WITH RECURSIVE tree(relid) AS (
+        SELECT r::pg_catalog.oid FROM pg_catalog.unnest(altered) AS r
+        UNION
+        SELECT i.inhrelid FROM tree AS t
+          JOIN pg_catalog.pg_inherits AS i ON i.inhparent OPERATOR(pg_catalog.=) t.relid
+    )
+    SELECT pg_catalog.string_agg(pg_catalog.format('%s (owned by %s)', c.oid::pg_catalog.regclass,
+                                                   c.relowner::pg_catalog.regrole), ', ' ORDER BY c.oid::pg_catalog.regclass::text COLLATE "C")
+      INTO others
+      FROM tree AS t JOIN pg_catalog.pg_class AS c ON c.oid OPERATOR(pg_catalog.=) t.relid
+     WHERE c.relowner OPERATOR(pg_catalog.<>)
+           (SELECT o.relowner FROM pg_catalog.pg_class AS o WHERE o.oid OPERATOR(pg_catalog.=) table_name);
+    IF others IS NOT NULL THEN
+        RAISE EXCEPTION 'cannot widen % to bigint: tables that would be altered with it belong to other roles', target
+            USING ERRCODE = 'insufficient_privilege',
+                  DETAIL = pg_catalog.format('They are %s: their foreign keys reference it, or they inherit from a table that is widened. Altered here, their constraints would run with your privileges.', others),
+                  HINT = 'Their owners widen those columns first (ALTER TABLE … ALTER COLUMN … TYPE bigint), then convert again.';
+    END IF;
     FOREACH statement IN ARRAY alterations LOOP
         EXECUTE statement;
     END LOOP;

@@ -215,6 +215,12 @@ ALTER TABLE referrer OWNER TO regress_pg_idgen_migrate;
 SELECT snowflake_convert_column('owned', 'id');
 SELECT sqlstate_of($$SELECT snowflake_convert_column('owned', 'id')$$);
 SELECT * FROM columns_of('owned', 'referrer');
+-- Likewise an inheritance child of another owner, which ALTER TABLE on its parent rewrites too.
+CREATE TABLE base (id serial PRIMARY KEY);
+CREATE TABLE derived () INHERITS (base);
+ALTER TABLE derived OWNER TO regress_pg_idgen_migrate;
+SELECT snowflake_convert_column('base', 'id');
+SELECT * FROM columns_of('base', 'derived');
 
 -- What PostgreSQL refuses surfaces as its own error, and the whole call rolls back: a view on a
 -- referencing column fails the widening after the referenced table was widened and the tag
