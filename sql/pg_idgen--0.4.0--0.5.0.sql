@@ -175,6 +175,11 @@ BEGIN
         RAISE EXCEPTION '%: table_name and column_name must not be NULL', caller
             USING ERRCODE = 'null_value_not_allowed';
     END IF;
+    IF family IS NULL OR family NOT IN ('snowflake', 'segment') THEN
+        RAISE EXCEPTION 'pg_idgen_convert_column: family must be snowflake or segment, not %', pg_catalog.quote_nullable(family)
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Call snowflake_convert_column() or segment_convert_column().';
+    END IF;
     IF family OPERATOR(pg_catalog.=) 'segment' AND tag IS NULL THEN
         RAISE EXCEPTION '%: tag must not be NULL', caller USING ERRCODE = 'null_value_not_allowed';
     END IF;
@@ -288,7 +293,16 @@ BEGIN
          WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_attrdef'::pg_catalog.regclass
            AND d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass
            AND d.refobjid::pg_catalog.regclass OPERATOR(pg_catalog.=) ANY (sequences)
-           AND d.objid OPERATOR(pg_catalog.<>) default_oid;
+           AND d.objid OPERATOR(pg_catalog.<>) default_oid
+           -- The partitions and inheritance children of the table copy its default; the new
+           -- default replaces theirs too.
+           AND NOT (a.attname OPERATOR(pg_catalog.=) column_name AND ad.adrelid IN (
+                   WITH RECURSIVE tree(relid) AS (
+                       SELECT table_name::pg_catalog.oid
+                       UNION
+                       SELECT i.inhrelid FROM tree AS t
+                         JOIN pg_catalog.pg_inherits AS i ON i.inhparent OPERATOR(pg_catalog.=) t.relid)
+                   SELECT tree.relid FROM tree));
         IF others IS NOT NULL THEN
             RAISE EXCEPTION 'cannot convert % to segment numbers: its sequence is the default of other columns too', target
                 USING ERRCODE = 'object_not_in_prerequisite_state',

@@ -8,7 +8,7 @@ use crate::base32::{Base32Error, Width};
 use crate::c_function::{self, c_functions};
 use crate::errors;
 use crate::objectid::{self, ObjectId, OBJECTID_LEN};
-use crate::segment::table::TextBytes;
+use crate::segment::table::{display, TextBytes};
 
 const UUID: Width = Width::of_bits(128);
 const OBJECTID: Width = Width::of_bits(8 * OBJECTID_LEN as u32);
@@ -63,7 +63,8 @@ c_functions! {
 /// is ASCII, so any other byte is simply not one.
 fn decode(width: Width, a_type: &str, text: TextBytes) -> u128 {
     let type_name = a_type.split_once(' ').map_or(a_type, |(_, name)| name);
-    let shown = String::from_utf8_lossy(text.0);
+    // As tags are shown: non-ASCII bytes of a text that is not UTF-8 as \xNN, valid in every encoding.
+    let shown = display(text.0);
     let digits = match text.0.iter().position(|b| !b.is_ascii()) {
         Some(position) => Err(Base32Error::Digit(char::REPLACEMENT_CHARACTER, position + 1)),
         // ASCII is UTF-8: from_utf8 cannot fail here.

@@ -200,6 +200,16 @@ CREATE TABLE receipts (no serial PRIMARY KEY);
 SELECT segment_convert_column('receipts', 'no', 'invoice_no');
 SELECT sqlstate_of($$SELECT segment_convert_column('receipts', 'no', 'invoice_no')$$);
 SELECT * FROM columns_of('receipts');
+-- A partitioned table with a serial column converts at its root: its partitions' copies of the
+-- default are not "other columns".
+CREATE TABLE measured (id serial, at date NOT NULL) PARTITION BY RANGE (at);
+CREATE TABLE measured_2026 PARTITION OF measured FOR VALUES FROM ('2026-01-01') TO ('2027-01-01');
+INSERT INTO measured (at) VALUES ('2026-05-01'), ('2026-06-01');
+SELECT segment_convert_column('measured', 'id', 'measured');
+SELECT * FROM columns_of('measured', 'measured_2026');
+INSERT INTO measured (at) VALUES ('2026-07-01') RETURNING id;
+-- The shared worker is not a door past the checks: an unknown family is refused (22023).
+SELECT pg_idgen_convert_column('measured', 'id', 'Segment', 'x', 10);
 -- A sequence that other columns use too cannot be stopped for a tag (55000).
 CREATE SEQUENCE pair_seq;
 CREATE TABLE pair_a (id int DEFAULT nextval('pair_seq'));
@@ -253,4 +263,4 @@ RESET search_path;
 DROP SEQUENCE IF EXISTS shared_ids, ticket_seq, countdown;
 DROP ROLE regress_pg_idgen_migrate;
 SELECT segment_drop(tag) FROM segment_tag
- WHERE tag IN ('readings', 'invoice_no', 'tickets_unused', 'tickets_used', 'parents');
+ WHERE tag IN ('readings', 'invoice_no', 'tickets_unused', 'tickets_used', 'parents', 'measured');
