@@ -132,6 +132,28 @@ $$;
 COMMENT ON FUNCTION pg_idgen_stop_sequence(regclass) IS
     'Internal: sets a sequence to its last value (it does not cycle), so that nextval() on it fails.';
 
+-- Segment numbers are served only in pg_idgen.database of a server that preloads pg_idgen: a tag
+-- made elsewhere, with its sequence stopped and its column's default switched, would leave every
+-- insert failing.
+CREATE FUNCTION pg_idgen_require_segments(caller text)
+RETURNS void
+LANGUAGE plpgsql
+SECURITY INVOKER
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM @extschema@.pg_idgen_generators();  -- 55000 without shared_preload_libraries
+    IF pg_catalog.current_database() OPERATOR(pg_catalog.<>) pg_catalog.current_setting('pg_idgen.database') THEN
+        RAISE EXCEPTION '%: segment numbers are served only in database "%", not in "%"', caller,
+                        pg_catalog.current_setting('pg_idgen.database'), pg_catalog.current_database()
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  HINT = 'Run it in that database, or set pg_idgen.database and restart the server.';
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION pg_idgen_require_segments(text) IS
+    'Internal: refuses unless segment numbers are served in this database (preloaded, pg_idgen.database).';
+
 -- The work shared by snowflake_convert_column() and segment_convert_column(); `family` is
 -- 'snowflake' or 'segment' (then `tag` and `step` make the tag).
 CREATE FUNCTION pg_idgen_convert_column(table_name regclass, column_name name, family text,
@@ -183,6 +205,9 @@ BEGIN
     IF family OPERATOR(pg_catalog.=) 'segment' AND tag IS NULL THEN
         RAISE EXCEPTION '%: tag must not be NULL', caller USING ERRCODE = 'null_value_not_allowed';
     END IF;
+    IF family OPERATOR(pg_catalog.=) 'segment' THEN
+        PERFORM @extschema@.pg_idgen_require_segments(caller);
+    END IF;
 
     -- Why the kind before the lock: LOCK TABLE takes views too, and refuses sequences with a
     -- message that does not say what to give instead.
@@ -201,6 +226,14 @@ BEGIN
                       ELSE 'not an ordinary or partitioned table' END),
                   HINT = CASE WHEN rel_kind IN ('v', 'm') THEN 'Convert the column of the table its rows come from.'
                               ELSE 'Give an ordinary or a partitioned table.' END;
+    END IF;
+    -- A partition or child shares its parent's column: converting it alone cannot work.
+    SELECT i.inhparent::pg_catalog.regclass::text INTO others
+      FROM pg_catalog.pg_inherits AS i WHERE i.inhrelid OPERATOR(pg_catalog.=) table_name LIMIT 1;
+    IF others IS NOT NULL THEN
+        RAISE EXCEPTION '% is a partition or inheritance child of %', table_name, others
+            USING ERRCODE = 'wrong_object_type',
+                  HINT = pg_catalog.format('Convert %s: its partitions and children are converted with it.', others);
     END IF;
 
     -- Why ACCESS EXCLUSIVE before anything is read: no insert can slip in between reading the
@@ -495,6 +528,7 @@ BEGIN
         RAISE EXCEPTION 'segment_create_from_sequence: tag and sequence_name must not be NULL'
             USING ERRCODE = 'null_value_not_allowed';
     END IF;
+    PERFORM @extschema@.pg_idgen_require_segments('segment_create_from_sequence()');
     SELECT c.relkind INTO rel_kind FROM pg_catalog.pg_class AS c WHERE c.oid OPERATOR(pg_catalog.=) sequence_name;
     IF rel_kind IS DISTINCT FROM 'S' THEN
         RAISE EXCEPTION '% is not a sequence', sequence_name USING ERRCODE = 'wrong_object_type';

@@ -63,6 +63,8 @@ pub enum LayoutError {
     SequenceBits(i64),
     TimeUnit(i64),
     Sum(u32),
+    /// js_safe's bits, overridden past 53: its ids would not stay below 2^53.
+    NotJsSafe(u32),
     EpochInFuture,
     TimeBitsExhausted,
 }
@@ -75,6 +77,7 @@ impl fmt::Display for LayoutError {
             LayoutError::SequenceBits(v) => write!(f, "Sequence bits must be between 1 and 31, not {v}."),
             LayoutError::TimeUnit(v) => write!(f, "The time unit must be between 1 ms and 1 day, not {v} ms."),
             LayoutError::Sum(v) => write!(f, "Time, node and sequence bits must add up to at most 63, not {v}."),
+            LayoutError::NotJsSafe(v) => write!(f, "With js_safe, time, node and sequence bits must add up to at most 53 (ids below 2^53), not {v}."),
             LayoutError::EpochInFuture => write!(f, "The epoch must not be in the future."),
             LayoutError::TimeBitsExhausted => write!(f, "The time bits of this layout have already run out for this epoch."),
         }
@@ -131,6 +134,9 @@ impl Layout {
         let sum = time_bits + node_bits + sequence_bits;
         if sum > 63 {
             return Err(LayoutError::Sum(sum));
+        }
+        if preset == Preset::JsSafe && sum > 53 {
+            return Err(LayoutError::NotJsSafe(sum));
         }
         Ok(Layout { preset, time_bits, node_bits, sequence_bits, unit_ms, epoch_us })
     }
@@ -273,6 +279,8 @@ mod tests {
     fn invalid_layouts_are_refused_with_the_reason() {
         assert_eq!(Layout::new(Preset::Twitter, 42, 10, 12, 1, 0), Err(LayoutError::Sum(64)));
         assert!(Layout::new(Preset::Twitter, 41, 10, 11, 1, 0).is_ok(), "fewer than 63 bits: smaller ids");
+        assert_eq!(Layout::new(Preset::JsSafe, 41, 10, 8, 1, 0), Err(LayoutError::NotJsSafe(59)), "js_safe keeps its promise");
+        assert!(Layout::new(Preset::JsSafe, 41, 6, 6, 1, 0).is_ok());
         assert_eq!(Layout::new(Preset::Twitter, 15, 20, 28, 1, 0), Err(LayoutError::TimeBits(15)));
         assert_eq!(Layout::new(Preset::Twitter, 30, 32, 1, 1, 0), Err(LayoutError::NodeBits(32)));
         assert_eq!(Layout::new(Preset::Twitter, 41, 22, 0, 1, 0), Err(LayoutError::SequenceBits(0)));

@@ -569,7 +569,7 @@ fn load(level: PgLogLevel) -> Config {
                 LayoutError::NodeBits(_) => (c"pg_idgen.node_bits", node_bits.to_string()),
                 LayoutError::SequenceBits(_) => (c"pg_idgen.sequence_bits", sequence_bits.to_string()),
                 LayoutError::TimeUnit(_) => (c"pg_idgen.time_unit", unit_ms.to_string()),
-                LayoutError::Sum(_) => (c"pg_idgen.layout", format!("{time_bits}/{node_bits}/{sequence_bits}")),
+                LayoutError::Sum(_) | LayoutError::NotJsSafe(_) => (c"pg_idgen.layout", format!("{time_bits}/{node_bits}/{sequence_bits}")),
                 LayoutError::EpochInFuture => (c"pg_idgen.epoch", epoch_text.clone()),
                 LayoutError::TimeBitsExhausted => invalid_with_hint(
                     level,

@@ -73,6 +73,7 @@ fn invalid_settings_stop_the_server_and_name_the_setting() {
         (&["pg_idgen.node_id = -2"], "invalid value for parameter \"pg_idgen.node_id\""),
         (&["pg_idgen.layout = 'leaf'"], "invalid value for parameter \"pg_idgen.layout\": \"leaf\""),
         (&["pg_idgen.time_bits = 42"], "must add up to at most 63, not 64"),
+        (&["pg_idgen.layout = 'js_safe'", "pg_idgen.node_bits = 10"], "must add up to at most 53 (ids below 2^53), not 59"),
         (&["pg_idgen.sequence_bits = 0", "pg_idgen.time_bits = 43"], "invalid value for parameter \"pg_idgen.sequence_bits\""),
         (&["pg_idgen.node_bits = 40", "pg_idgen.time_bits = 11"], "invalid value for parameter \"pg_idgen.time_bits\""),
         (&["pg_idgen.time_unit = 0"], "invalid value for parameter \"pg_idgen.time_unit\""),

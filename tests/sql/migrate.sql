@@ -208,6 +208,8 @@ INSERT INTO measured (at) VALUES ('2026-05-01'), ('2026-06-01');
 SELECT segment_convert_column('measured', 'id', 'measured');
 SELECT * FROM columns_of('measured', 'measured_2026');
 INSERT INTO measured (at) VALUES ('2026-07-01') RETURNING id;
+-- A partition alone is refused (42809): its root converts it.
+SELECT segment_convert_column('measured_2026', 'id', 'partition_only');
 -- The shared worker is not a door past the checks: an unknown family is refused (22023).
 SELECT pg_idgen_convert_column('measured', 'id', 'Segment', 'x', 10);
 -- A sequence that other columns use too cannot be stopped for a tag (55000).

@@ -14,3 +14,13 @@ SELECT count(*) FROM orders;
 SELECT * FROM id_decode(4194324522);
 
 SELECT node_id, layout, last_id FROM pg_idgen_status();
+
+-- Segment numbers are served only in pg_idgen.database ("postgres"), not in this database: a
+-- conversion to a tag is refused here before anything changes (55000).
+CREATE TABLE elsewhere (id serial PRIMARY KEY);
+\set SHOW_CONTEXT never
+SELECT segment_convert_column('elsewhere', 'id', 'elsewhere');
+\set SHOW_CONTEXT errors
+SELECT sqlstate_of($$SELECT segment_convert_column('elsewhere', 'id', 'elsewhere')$$);
+SELECT nextval('elsewhere_id_seq') AS sequence_still_runs;
+DROP TABLE elsewhere;

@@ -18,3 +18,11 @@ SELECT segment_create('unloaded');
 SELECT tag, max_id FROM segment_tag;
 SELECT segment_drop('unloaded');
 SELECT segment_next('unloaded');
+-- Converting to segment numbers needs them served: refused before anything changes (55000).
+CREATE TABLE unloaded_t (id serial PRIMARY KEY);
+\set SHOW_CONTEXT never
+SELECT segment_convert_column('unloaded_t', 'id', 'unloaded');
+SELECT segment_create_from_sequence('unloaded', 'unloaded_t_id_seq');
+SELECT pg_get_expr(adbin, adrelid) AS default_unchanged FROM pg_attrdef WHERE adrelid = 'unloaded_t'::regclass;
+\set SHOW_CONTEXT errors
+DROP TABLE unloaded_t;
