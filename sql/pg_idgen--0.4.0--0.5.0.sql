@@ -113,8 +113,8 @@ COMMENT ON FUNCTION snowflake_from_base32(text) IS
 -- Why row_security = off: a maximum read under a row-level security policy could miss rows; off,
 -- such a table is an error instead of a wrong start.
 
--- A sequence whose numbers a segment tag continues must hand out no more: set to its last
--- value, without cycling, its next nextval() fails (2200H). The caller holds its lock.
+-- A sequence whose numbers a segment tag continues must hand out no more: set to its maximum
+-- (its minimum if descending) and to NO CYCLE, its next nextval() fails (2200H).
 CREATE FUNCTION pg_idgen_stop_sequence(sequence_name regclass)
 RETURNS void
 LANGUAGE plpgsql
@@ -122,6 +122,7 @@ SECURITY INVOKER
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
+    EXECUTE pg_catalog.format('ALTER SEQUENCE %s NO CYCLE', sequence_name);
     PERFORM pg_catalog.setval(sequence_name,
                               CASE WHEN s.seqincrement OPERATOR(pg_catalog.>) 0 THEN s.seqmax ELSE s.seqmin END,
                               true)
@@ -130,7 +131,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION pg_idgen_stop_sequence(regclass) IS
-    'Internal: sets a sequence to its last value (it does not cycle), so that nextval() on it fails.';
+    'Internal: sets a sequence to its maximum (minimum if descending) and NO CYCLE, so that nextval() on it fails.';
 
 -- Segment numbers are served only in pg_idgen.database of a server that preloads pg_idgen: a tag
 -- made elsewhere, with its sequence stopped and its column's default switched, would leave every
@@ -173,6 +174,7 @@ DECLARE
     col_typmod  int;
     col_identity "char";
     col_generated "char";
+    col_inherited int;
     default_oid  oid;
     default_expr text;
     sequences   regclass[] := '{}';
@@ -227,21 +229,13 @@ BEGIN
                   HINT = CASE WHEN rel_kind IN ('v', 'm') THEN 'Convert the column of the table its rows come from.'
                               ELSE 'Give an ordinary or a partitioned table.' END;
     END IF;
-    -- A partition or child shares its parent's column: converting it alone cannot work.
-    SELECT i.inhparent::pg_catalog.regclass::text INTO others
-      FROM pg_catalog.pg_inherits AS i WHERE i.inhrelid OPERATOR(pg_catalog.=) table_name LIMIT 1;
-    IF others IS NOT NULL THEN
-        RAISE EXCEPTION '% is a partition or inheritance child of %', table_name, others
-            USING ERRCODE = 'wrong_object_type',
-                  HINT = pg_catalog.format('Convert %s: its partitions and children are converted with it.', others);
-    END IF;
 
     -- Why ACCESS EXCLUSIVE before anything is read: no insert can slip in between reading the
     -- largest value and switching the default (ALTER TABLE would take this lock anyway).
     EXECUTE pg_catalog.format('LOCK TABLE %s IN ACCESS EXCLUSIVE MODE', table_name);
 
-    SELECT a.attnum, a.atttypid, a.atttypmod, a.attidentity, a.attgenerated
-      INTO col_attnum, col_type, col_typmod, col_identity, col_generated
+    SELECT a.attnum, a.atttypid, a.atttypmod, a.attidentity, a.attgenerated, a.attinhcount
+      INTO col_attnum, col_type, col_typmod, col_identity, col_generated, col_inherited
       FROM pg_catalog.pg_attribute AS a
      WHERE a.attrelid OPERATOR(pg_catalog.=) table_name
        AND a.attname OPERATOR(pg_catalog.=) column_name
@@ -251,6 +245,21 @@ BEGIN
             USING ERRCODE = 'undefined_column';
     END IF;
     target := pg_catalog.format('%s.%I', table_name, column_name);
+    -- A column a partition or child inherits is its parent's: converting it here alone cannot
+    -- work. Name the root (first parents up), which converts it with the rest.
+    IF col_inherited OPERATOR(pg_catalog.>) 0 THEN
+        WITH RECURSIVE up(relid, depth) AS (
+            SELECT table_name::pg_catalog.oid, 0
+            UNION ALL
+            SELECT i.inhparent, u.depth OPERATOR(pg_catalog.+) 1 FROM up AS u
+              JOIN pg_catalog.pg_inherits AS i
+                ON i.inhrelid OPERATOR(pg_catalog.=) u.relid AND i.inhseqno OPERATOR(pg_catalog.=) 1
+        )
+        SELECT up.relid::pg_catalog.regclass::text INTO others FROM up ORDER BY up.depth DESC LIMIT 1;
+        RAISE EXCEPTION 'column % is inherited from a parent table', target
+            USING ERRCODE = 'wrong_object_type',
+                  HINT = pg_catalog.format('Convert it at the root, %s: its partitions and children are converted with it.', others);
+    END IF;
     IF col_attnum OPERATOR(pg_catalog.<) 0 THEN
         RAISE EXCEPTION 'column "%" of relation % is a system column', column_name, table_name
             USING ERRCODE = 'undefined_column',

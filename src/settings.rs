@@ -561,7 +561,9 @@ fn load(level: PgLogLevel) -> Config {
     let unit_ms = pick(&TIME_UNIT, base.unit_ms as u32) as u64;
     let epoch_text = string_value(&EPOCH, DEFAULT_EPOCH);
     let epoch_us = parse_epoch(&epoch_text).unwrap_or_else(|detail| invalid(level, c"pg_idgen.epoch", &epoch_text, &detail));
-    let layout = match Layout::new(preset, time_bits, node_bits, sequence_bits, unit_ms, epoch_us).and_then(|layout| layout.usable_at(crate::clock::wall_unix_micros())) {
+    let layout = match Layout::new(preset, time_bits, node_bits, sequence_bits, unit_ms, epoch_us)
+        .and_then(Layout::keeps_preset)
+        .and_then(|layout| layout.usable_at(crate::clock::wall_unix_micros())) {
         Ok(layout) => layout,
         Err(e) => {
             let (name, value) = match e {

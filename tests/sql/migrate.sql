@@ -208,8 +208,15 @@ INSERT INTO measured (at) VALUES ('2026-05-01'), ('2026-06-01');
 SELECT segment_convert_column('measured', 'id', 'measured');
 SELECT * FROM columns_of('measured', 'measured_2026');
 INSERT INTO measured (at) VALUES ('2026-07-01') RETURNING id;
--- A partition alone is refused (42809): its root converts it.
+-- A partition's inherited column alone is refused (42809), naming the root that converts it; a
+-- column of the child's own converts.
 SELECT segment_convert_column('measured_2026', 'id', 'partition_only');
+CREATE TABLE kin (n int);
+CREATE TABLE kin_child (own serial) INHERITS (kin);
+CREATE TABLE kin_grandchild () INHERITS (kin_child);
+SELECT snowflake_convert_column('kin_grandchild', 'n');
+SELECT snowflake_convert_column('kin_child', 'own');
+SELECT * FROM columns_of('kin_child', 'kin_grandchild');
 -- The shared worker is not a door past the checks: an unknown family is refused (22023).
 SELECT pg_idgen_convert_column('measured', 'id', 'Segment', 'x', 10);
 -- A sequence that other columns use too cannot be stopped for a tag (55000).
