@@ -45,7 +45,7 @@ c_functions! {
 
 pub fn snowflake_parts(layout: &Layout, id: i64) -> Parts {
     let id = require_snowflake(id);
-    let bits = layout.time_bits + layout.node_bits + layout.sequence_bits;
+    let bits = layout.total_bits();
     // Why: a layout of fewer than 63 bits (js_safe) never made a larger id; decoded, its time
     // would be tens of thousands of years ahead.
     if bits < 63 && id >> bits != 0 {

@@ -141,11 +141,15 @@ impl Layout {
     /// The layout, if it keeps its preset's promise: js_safe ids below 2^53. Checked for the
     /// configured layout only: a persisted one is taken as it was made.
     pub fn keeps_preset(self) -> Result<Layout, LayoutError> {
-        let sum = self.time_bits + self.node_bits + self.sequence_bits;
-        if self.preset == Preset::JsSafe && sum > 53 {
-            return Err(LayoutError::NotJsSafe(sum));
+        if self.preset == Preset::JsSafe && self.total_bits() > 53 {
+            return Err(LayoutError::NotJsSafe(self.total_bits()));
         }
         Ok(self)
+    }
+
+    /// The bits an id of this layout uses: its ids are below 2^total_bits.
+    pub fn total_bits(&self) -> u32 {
+        self.time_bits + self.node_bits + self.sequence_bits
     }
 
     /// The layout, if its epoch has begun and its time bits still have room at `now_us`.

@@ -62,29 +62,24 @@ c_functions! {
 /// Why bytes: in a database whose encoding is not UTF-8 the text may not be UTF-8; every digit
 /// is ASCII, so any other byte is simply not one.
 fn decode(width: Width, a_type: &str, text: TextBytes) -> u128 {
-    let type_name = a_type.split_once(' ').map_or(a_type, |(_, name)| name);
-    // As tags are shown: non-ASCII bytes of a text that is not UTF-8 as \xNN, valid in every encoding.
-    let shown = display(text.0);
-    let digits = match text.0.iter().position(|b| !b.is_ascii()) {
-        Some(position) => Err(Base32Error::Digit(char::REPLACEMENT_CHARACTER, position + 1)),
+    let detail = match text.0.iter().position(|b| !b.is_ascii()) {
+        Some(position) => format!("Character {} is not ASCII, so not a Crockford base32 digit.", position + 1),
         // ASCII is UTF-8: from_utf8 cannot fail here.
-        None => width.decode(std::str::from_utf8(text.0).unwrap_or_default()),
+        None => match width.decode(std::str::from_utf8(text.0).unwrap_or_default()) {
+            Ok(value) => return value,
+            Err(Base32Error::Length(count)) => format!("It has {count} characters; {a_type} is {} base32 digits.", width.digits),
+            Err(Base32Error::Digit(ch, position)) => format!("Character {position} ({ch:?}) is not a Crockford base32 digit."),
+            Err(Base32Error::Overflow) => format!("The value has more than the {} bits of {a_type}.", width.bits),
+        },
     };
-    let text = shown;
-    digits.unwrap_or_else(|error| {
-        let detail = match error {
-            Base32Error::Length(count) => format!("It has {count} characters; {a_type} is {} base32 digits.", width.digits),
-            Base32Error::Digit(char::REPLACEMENT_CHARACTER, position) => format!("Character {position} is not ASCII, so not a Crockford base32 digit."),
-            Base32Error::Digit(ch, position) => format!("Character {position} ({ch:?}) is not a Crockford base32 digit."),
-            Base32Error::Overflow => format!("The value has more than the {} bits of {a_type}.", width.bits),
-        };
-        errors::raise(
-            PgSqlErrorCode::ERRCODE_INVALID_TEXT_REPRESENTATION,
-            format!("invalid base32 {type_name}: \"{text}\""),
-            Some(detail),
-            Some("Crockford base32 digits are 0-9 and A-Z without I, L, O and U, in either case."),
-        )
-    })
+    let type_name = a_type.split_once(' ').map_or(a_type, |(_, name)| name);
+    errors::raise(
+        PgSqlErrorCode::ERRCODE_INVALID_TEXT_REPRESENTATION,
+        // As tags are shown: non-ASCII bytes of a text that is not UTF-8 as \xNN, valid in every encoding.
+        format!("invalid base32 {type_name}: \"{}\"", display(text.0)),
+        Some(detail),
+        Some("Crockford base32 digits are 0-9 and A-Z without I, L, O and U, in either case."),
+    )
 }
 
 pgrx::extension_sql!(
