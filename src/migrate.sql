@@ -7,6 +7,10 @@
 -- schema in the dynamic SQL, and no object of the caller's schemas can stand in for one of ours.
 -- Why row_security = off: a maximum read under a row-level security policy could miss rows; off,
 -- such a table is an error instead of a wrong start.
+-- Why pg_idgen's own functions are called through `ext`, the extension's schema looked up when
+-- they run, and with arguments of their exact types: a schema name written into this script at
+-- install time can be renamed away by the schema's owner, who then plants functions under it;
+-- an untyped argument could pick a planted overload of a better match.
 
 -- A sequence whose numbers a segment tag continues must hand out no more: set to its maximum
 -- (its minimum if descending) and to NO CYCLE, its next nextval() fails (2200H).
@@ -28,6 +32,37 @@ $$;
 COMMENT ON FUNCTION pg_idgen_stop_sequence(regclass) IS
     'Internal: sets a sequence to its maximum (minimum if descending) and NO CYCLE, so that nextval() on it fails.';
 
+-- A sequence's last value is the largest number it handed out only if it ascends and never
+-- wrapped: a descending or cycling one is refused (checked before the conversion's ALTER
+-- SEQUENCE … NO CYCLE, which would hide the cycling).
+CREATE FUNCTION pg_idgen_require_ascending(sequence_name regclass)
+RETURNS void
+LANGUAGE plpgsql
+SECURITY INVOKER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    increment bigint;
+    cycles    boolean;
+BEGIN
+    SELECT s.seqincrement, s.seqcycle INTO increment, cycles FROM pg_catalog.pg_sequence AS s
+     WHERE s.seqrelid OPERATOR(pg_catalog.=) sequence_name;
+    IF increment OPERATOR(pg_catalog.<) 0 THEN
+        RAISE EXCEPTION 'sequence % is descending', sequence_name
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = pg_catalog.format('Its increment is %s: its last value is not the largest number it handed out.', increment);
+    END IF;
+    IF cycles THEN
+        RAISE EXCEPTION 'sequence % cycles', sequence_name
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  DETAIL = 'Once it wrapped around, its last value is not the largest number it handed out.',
+                  HINT = pg_catalog.format('If it never wrapped: ALTER SEQUENCE %s NO CYCLE, then convert.', sequence_name);
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION pg_idgen_require_ascending(regclass) IS
+    'Internal: refuses a descending or cycling sequence, whose last value is not the largest number it handed out.';
+
 -- Segment numbers are served only in pg_idgen.database of a server that preloads pg_idgen: a tag
 -- made elsewhere, with its sequence stopped and its column's default switched, would leave every
 -- insert failing.
@@ -37,8 +72,10 @@ LANGUAGE plpgsql
 SECURITY INVOKER
 SET search_path = pg_catalog, pg_temp
 AS $$
+DECLARE
+    ext name := (SELECT n.nspname FROM pg_catalog.pg_extension AS e JOIN pg_catalog.pg_namespace AS n ON n.oid OPERATOR(pg_catalog.=) e.extnamespace WHERE e.extname OPERATOR(pg_catalog.=) 'pg_idgen');
 BEGIN
-    PERFORM @extschema@.pg_idgen_generators();  -- 55000 without shared_preload_libraries
+    EXECUTE pg_catalog.format('SELECT %I.pg_idgen_generators()', ext);  -- 55000 without shared_preload_libraries
     IF pg_catalog.current_database() OPERATOR(pg_catalog.<>) pg_catalog.current_setting('pg_idgen.database') THEN
         RAISE EXCEPTION '%: segment numbers are served only in database "%", not in "%"', caller,
                         pg_catalog.current_setting('pg_idgen.database'), pg_catalog.current_database()
@@ -89,6 +126,8 @@ DECLARE
     altered     regclass[];       -- the tables to widen
     widened     text[] := '{}';   -- what they widen, for the notices
     statement   text;
+    next_id     bigint;
+    ext name := (SELECT n.nspname FROM pg_catalog.pg_extension AS e JOIN pg_catalog.pg_namespace AS n ON n.oid OPERATOR(pg_catalog.=) e.extnamespace WHERE e.extname OPERATOR(pg_catalog.=) 'pg_idgen');
 BEGIN
     IF table_name IS NULL OR column_name IS NULL THEN
         RAISE EXCEPTION '%: table_name and column_name must not be NULL', caller
@@ -103,7 +142,7 @@ BEGIN
         RAISE EXCEPTION '%: tag must not be NULL', caller USING ERRCODE = 'null_value_not_allowed';
     END IF;
     IF family OPERATOR(pg_catalog.=) 'segment' THEN
-        PERFORM @extschema@.pg_idgen_require_segments(caller);
+        EXECUTE pg_catalog.format('SELECT %I.pg_idgen_require_segments($1)', ext) USING caller;
     END IF;
 
     -- Why the kind before the lock: LOCK TABLE takes views too, and refuses sequences with a
@@ -217,6 +256,10 @@ BEGIN
         END IF;
     END LOOP;
 
+    FOREACH seq IN ARRAY pg_catalog.array_append(sequences, identity_sequence) LOOP
+        CONTINUE WHEN seq IS NULL;
+        EXECUTE pg_catalog.format('SELECT %I.pg_idgen_require_ascending($1)', ext) USING seq;
+    END LOOP;
     IF family OPERATOR(pg_catalog.=) 'segment' THEN
         -- A sequence left to hand out numbers would hand out the tag's: it is exhausted below,
         -- which a sequence that other columns use must not be.
@@ -271,27 +314,29 @@ BEGIN
         -- server is above the id it returns now, exactly, also while the generator runs ahead of
         -- the wall clock or lags it (a forward step not followed yet). The id taken here is a
         -- gap, like a rolled-back insert's.
-        must_advance := COALESCE(largest OPERATOR(pg_catalog.>=) @extschema@.snowflake_next(), false);
-        IF must_advance AND NOT pg_catalog.has_function_privilege('@extschema@.snowflake_advance_past(bigint)', 'EXECUTE') THEN
+        EXECUTE pg_catalog.format('SELECT %I.snowflake_next()', ext) INTO next_id;
+        must_advance := COALESCE(largest OPERATOR(pg_catalog.>=) next_id, false);
+        IF must_advance AND NOT pg_catalog.has_function_privilege(
+               pg_catalog.format('%I.snowflake_advance_past(pg_catalog.int8)', ext), 'EXECUTE') THEN
             RAISE EXCEPTION 'permission denied for function snowflake_advance_past'
                 USING ERRCODE = 'insufficient_privilege',
                       DETAIL = pg_catalog.format('The largest value of %s, %s, is not below the snowflake ids this server makes now: they must be advanced past it first.',
                                                  target, largest),
                       HINT = 'Ask a superuser to GRANT EXECUTE ON FUNCTION snowflake_advance_past(bigint) to you.';
         END IF;
-        new_default := '@extschema@.snowflake_next()';
+        new_default := pg_catalog.format('%I.snowflake_next()', ext);
     ELSE
         first_number := GREATEST(largest, 0) OPERATOR(pg_catalog.+) 1;
         BEGIN
-            PERFORM @extschema@.segment_create(tag, first_number, step,
-                                               pg_catalog.format('numbers of %s', target));
+            EXECUTE pg_catalog.format('SELECT %I.segment_create($1, $2, $3, $4)', ext)
+              USING tag, first_number, step, pg_catalog.format('numbers of %s', target);
         EXCEPTION WHEN unique_violation THEN
             RAISE EXCEPTION 'segment tag "%" exists already', tag
                 USING ERRCODE = 'duplicate_object',
                       HINT = pg_catalog.format('Choose another tag, or drop this one first with segment_drop(%L) if no table uses it.', tag);
         END;
         RAISE NOTICE 'created segment tag "%" starting at %', tag, first_number;
-        new_default := pg_catalog.format('@extschema@.segment_next(%L)', tag);
+        new_default := pg_catalog.format('%I.segment_next(%L::pg_catalog.text)', ext, tag);
     END IF;
 
     IF col_identity OPERATOR(pg_catalog.<>) '' THEN
@@ -368,7 +413,7 @@ BEGIN
     RAISE NOTICE 'default of % is now %', target, new_default;
     FOREACH seq IN ARRAY sequences LOOP
         IF family OPERATOR(pg_catalog.=) 'segment' THEN
-            PERFORM @extschema@.pg_idgen_stop_sequence(seq);
+            EXECUTE pg_catalog.format('SELECT %I.pg_idgen_stop_sequence($1)', ext) USING seq;
             RAISE NOTICE 'sequence % is stopped (nextval() on it fails: tag "%" continues its numbers); drop it once nothing uses it', seq, tag;
         ELSE
             RAISE NOTICE 'sequence % is left in place; drop it once nothing else uses it', seq;
@@ -377,7 +422,7 @@ BEGIN
 
     IF must_advance THEN
         -- Last: it is not undone by a rollback, so every step that could fail comes before it.
-        PERFORM @extschema@.snowflake_advance_past(largest);
+        EXECUTE pg_catalog.format('SELECT %I.snowflake_advance_past($1)', ext) USING largest;
         RAISE NOTICE 'advanced snowflake ids past %, the largest value of %', largest, target;
     ELSIF family OPERATOR(pg_catalog.=) 'snowflake' AND largest IS NOT NULL THEN
         RAISE NOTICE 'snowflake ids are above every value of % already (the largest is %)', target, largest;
@@ -393,8 +438,11 @@ LANGUAGE plpgsql
 SECURITY INVOKER
 SET search_path = pg_catalog, pg_temp
 AS $$
+DECLARE
+    ext name := (SELECT n.nspname FROM pg_catalog.pg_extension AS e JOIN pg_catalog.pg_namespace AS n ON n.oid OPERATOR(pg_catalog.=) e.extnamespace WHERE e.extname OPERATOR(pg_catalog.=) 'pg_idgen');
 BEGIN
-    PERFORM @extschema@.pg_idgen_convert_column(table_name, column_name, 'snowflake', NULL, NULL);
+    EXECUTE pg_catalog.format('SELECT %I.pg_idgen_convert_column($1, $2, $3, $4, $5)', ext)
+      USING table_name, column_name, 'snowflake'::pg_catalog.text, NULL::pg_catalog.text, NULL::pg_catalog.int4;
 END
 $$;
 COMMENT ON FUNCTION snowflake_convert_column(regclass, name) IS
@@ -407,8 +455,11 @@ LANGUAGE plpgsql
 SECURITY INVOKER
 SET search_path = pg_catalog, pg_temp
 AS $$
+DECLARE
+    ext name := (SELECT n.nspname FROM pg_catalog.pg_extension AS e JOIN pg_catalog.pg_namespace AS n ON n.oid OPERATOR(pg_catalog.=) e.extnamespace WHERE e.extname OPERATOR(pg_catalog.=) 'pg_idgen');
 BEGIN
-    PERFORM @extschema@.pg_idgen_convert_column(table_name, column_name, 'segment', tag, step);
+    EXECUTE pg_catalog.format('SELECT %I.pg_idgen_convert_column($1, $2, $3, $4, $5)', ext)
+      USING table_name, column_name, 'segment'::pg_catalog.text, tag, step;
 END
 $$;
 COMMENT ON FUNCTION segment_convert_column(regclass, name, text, int) IS
@@ -427,23 +478,21 @@ DECLARE
     seq_last     bigint;
     seq_called   boolean;
     first_number bigint;
+    ext name := (SELECT n.nspname FROM pg_catalog.pg_extension AS e JOIN pg_catalog.pg_namespace AS n ON n.oid OPERATOR(pg_catalog.=) e.extnamespace WHERE e.extname OPERATOR(pg_catalog.=) 'pg_idgen');
 BEGIN
     IF tag IS NULL OR sequence_name IS NULL THEN
         RAISE EXCEPTION 'segment_create_from_sequence: tag and sequence_name must not be NULL'
             USING ERRCODE = 'null_value_not_allowed';
     END IF;
-    PERFORM @extschema@.pg_idgen_require_segments('segment_create_from_sequence()');
+    EXECUTE pg_catalog.format('SELECT %I.pg_idgen_require_segments($1)', ext)
+      USING 'segment_create_from_sequence()'::pg_catalog.text;
     SELECT c.relkind INTO rel_kind FROM pg_catalog.pg_class AS c WHERE c.oid OPERATOR(pg_catalog.=) sequence_name;
     IF rel_kind IS DISTINCT FROM 'S' THEN
         RAISE EXCEPTION '% is not a sequence', sequence_name USING ERRCODE = 'wrong_object_type';
     END IF;
+    EXECUTE pg_catalog.format('SELECT %I.pg_idgen_require_ascending($1)', ext) USING sequence_name;
     SELECT s.seqincrement, s.seqmax INTO increment, seq_max FROM pg_catalog.pg_sequence AS s
      WHERE s.seqrelid OPERATOR(pg_catalog.=) sequence_name;
-    IF increment OPERATOR(pg_catalog.<) 0 THEN
-        RAISE EXCEPTION 'sequence % is descending', sequence_name
-            USING ERRCODE = 'invalid_parameter_value',
-                  DETAIL = pg_catalog.format('Its increment is %s; segment numbers only grow.', increment);
-    END IF;
     -- Why ALTER SEQUENCE first: it locks the sequence against nextval() until commit, so no
     -- number is handed out between reading it and stopping it.
     EXECUTE pg_catalog.format('ALTER SEQUENCE %s NO CYCLE', sequence_name);
@@ -456,14 +505,14 @@ BEGIN
     END IF;
     first_number := CASE WHEN seq_called THEN seq_last OPERATOR(pg_catalog.+) increment ELSE seq_last END;
     BEGIN
-        PERFORM @extschema@.segment_create(tag, first_number, step,
-                                           pg_catalog.format('continues sequence %s', sequence_name));
+        EXECUTE pg_catalog.format('SELECT %I.segment_create($1, $2, $3, $4)', ext)
+          USING tag, first_number, step, pg_catalog.format('continues sequence %s', sequence_name);
     EXCEPTION WHEN unique_violation THEN
         RAISE EXCEPTION 'segment tag "%" exists already', tag
             USING ERRCODE = 'duplicate_object',
                   HINT = pg_catalog.format('Choose another tag, or drop this one first with segment_drop(%L) if no table uses it.', tag);
     END;
-    PERFORM @extschema@.pg_idgen_stop_sequence(sequence_name);
+    EXECUTE pg_catalog.format('SELECT %I.pg_idgen_stop_sequence($1)', ext) USING sequence_name;
     RAISE NOTICE 'sequence % is stopped (nextval() on it fails: tag "%" continues its numbers)', sequence_name, tag;
     RETURN first_number;
 END

@@ -272,3 +272,73 @@ fn a_trigger_added_by_a_grantee_never_runs_in_the_worker() {
         "the worker never met the locked row the claim is about"
     );
 }
+
+/// Claim: the owner of a database, not a superuser, renames `public` (which holds pg_idgen) away
+/// and creates a new `public` with functions named like every pg_idgen function the migration
+/// calls, also overloads with text arguments; then a superuser converts a serial column to
+/// snowflake ids and another to a segment tag. No planted function runs, the owner stays a
+/// non-superuser, and the new defaults call pg_idgen's own generators.
+#[test]
+fn a_renamed_extension_schema_does_not_let_the_owner_plant_the_migrations_calls() {
+    let cluster = started_cluster("privileges-migrate", &["pg_idgen.database = 'app'", "pg_idgen.node_id = 5"]);
+    let mut postgres = cluster.connect();
+    postgres.batch_execute("CREATE ROLE owner LOGIN").unwrap();
+    postgres.batch_execute("CREATE DATABASE app OWNER owner").unwrap();
+    let mut superuser = cluster.connect_to("app");
+    superuser
+        .batch_execute(
+            "CREATE EXTENSION pg_idgen;
+             CREATE TABLE public.orders (id serial PRIMARY KEY);
+             CREATE TABLE public.invoices (no serial PRIMARY KEY);
+             INSERT INTO public.orders DEFAULT VALUES;
+             INSERT INTO public.invoices DEFAULT VALUES;",
+        )
+        .unwrap();
+    let mut owner = cluster.connect_as("app", "owner");
+    owner.batch_execute("ALTER SCHEMA public RENAME TO ext; CREATE SCHEMA public;").unwrap();
+    owner.batch_execute(PLANTS).unwrap();
+    // (signature, result, the body's RETURN)
+    let plants = [
+        ("snowflake_next()", "bigint", "RETURN 1;"),
+        ("snowflake_advance_past(bigint)", "void", "RETURN;"),
+        ("segment_next(text)", "bigint", "RETURN 1;"),
+        ("segment_create(text, bigint, integer, text)", "void", "RETURN;"),
+        ("pg_idgen_generators()", "void", "RETURN;"),
+        ("pg_idgen_require_segments(text)", "void", "RETURN;"),
+        ("pg_idgen_require_ascending(regclass)", "void", "RETURN;"),
+        ("pg_idgen_stop_sequence(regclass)", "void", "RETURN;"),
+        ("pg_idgen_convert_column(regclass, name, text, text, integer)", "void", "RETURN;"),
+        ("pg_idgen_convert_column(regclass, name, text, text, text)", "void", "RETURN;"),
+    ];
+    for (signature, result, give_back) in plants {
+        owner
+            .batch_execute(&format!(
+                "CREATE FUNCTION public.{signature} RETURNS {result} LANGUAGE plpgsql AS
+                     $$ BEGIN PERFORM public.plant_hit('{signature}'); {give_back} END $$;"
+            ))
+            .unwrap();
+    }
+
+    superuser.batch_execute("SELECT ext.snowflake_convert_column('ext.orders', 'id')").unwrap();
+    superuser.batch_execute("SELECT ext.segment_convert_column('ext.invoices', 'no', 'invoices')").unwrap();
+    assert_eq!(planted_calls(&mut superuser), Vec::<String>::new(), "the migration called a planted function");
+    let owner_is_superuser: bool =
+        owner.query_one("SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname = 'owner'", &[]).unwrap().get(0);
+    assert!(!owner_is_superuser, "the owner became a superuser");
+    let row = superuser
+        .query_one(
+            "SELECT (SELECT count(*) FROM pg_catalog.pg_depend AS d
+                      JOIN pg_catalog.pg_attrdef AS ad ON ad.oid = d.objid
+                     WHERE d.classid = 'pg_catalog.pg_attrdef'::pg_catalog.regclass
+                       AND d.refclassid = 'pg_catalog.pg_proc'::pg_catalog.regclass
+                       AND ad.adrelid IN ('ext.orders'::pg_catalog.regclass, 'ext.invoices'::pg_catalog.regclass)
+                       AND d.refobjid IN (SELECT m.objid FROM pg_catalog.pg_depend AS m
+                                           WHERE m.refobjid = (SELECT oid FROM pg_catalog.pg_extension WHERE extname = 'pg_idgen')
+                                             AND m.deptype = 'e'))",
+            &[],
+        )
+        .unwrap();
+    assert_eq!(row.get::<_, i64>(0), 2, "both new defaults call the extension's own functions");
+    let id: i64 = superuser.query_one("INSERT INTO ext.orders DEFAULT VALUES RETURNING id", &[]).unwrap().get(0);
+    assert!(id > 1 << 40, "a new order gets a snowflake id, not a planted one: {id}");
+}

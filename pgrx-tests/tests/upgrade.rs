@@ -88,8 +88,9 @@ fn install_fixture(version: &str) {
 /// has the current version and exactly the objects of a fresh install — every function's
 /// declaration, privileges and comment, every type, operator, cast and operator class, the tag
 /// table's columns, constraints and triggers — and works. An `objectid_gen()` revoked from PUBLIC
-/// and granted to one role gives `objectid_next()` the same privileges, also after a dump of the
-/// updated database is restored into a fresh install.
+/// and granted to one role gives `objectid_next()` the same privileges, and `snowflake_next()` and
+/// `segment_next()` likewise give theirs to their blocks (`…_next_range`), also after a dump of
+/// the updated database is restored into a fresh install.
 #[test]
 fn released_versions_update_to_the_current_objects() {
     install_fixture("0.1.0");
@@ -142,8 +143,8 @@ fn released_versions_update_to_the_current_objects() {
     revoked
         .batch_execute(
             "CREATE EXTENSION pg_idgen VERSION '0.3.0';
-             REVOKE EXECUTE ON FUNCTION objectid_gen() FROM PUBLIC;
-             GRANT EXECUTE ON FUNCTION objectid_gen() TO app;
+             REVOKE EXECUTE ON FUNCTION objectid_gen(), snowflake_next(), segment_next(text) FROM PUBLIC;
+             GRANT EXECUTE ON FUNCTION objectid_gen(), snowflake_next(), segment_next(text) TO app;
              ALTER EXTENSION pg_idgen UPDATE;",
         )
         .unwrap();
@@ -155,6 +156,7 @@ fn released_versions_update_to_the_current_objects() {
         )
         .unwrap();
     assert_eq!((row.get::<_, bool>(0), row.get::<_, bool>(1)), (false, true), "objectid_next() as objectid_gen() was granted");
+    assert_blocks_granted_as_their_generators(&mut revoked, "after the update");
     // And they are the administrator's privileges, which a dump carries: restored into a fresh
     // install, objectid_next() is not open to PUBLIC again.
     let dump = cluster.dump("revoked");
@@ -174,4 +176,21 @@ fn released_versions_update_to_the_current_objects() {
         (false, true, false),
         "after a dump and restore, objectid_next() as objectid_gen() was granted"
     );
+    assert_blocks_granted_as_their_generators(&mut cluster.connect_to("restored"), "after a dump and restore");
+}
+
+/// The blocks of snowflake ids and segment numbers may be called by whoever may call their
+/// generator (revoked from PUBLIC and granted to `app` by the test), and by nobody else.
+fn assert_blocks_granted_as_their_generators(db: &mut Client, when: &str) {
+    let row = db
+        .query_one(
+            "SELECT has_function_privilege('public', 'snowflake_next_range(bigint)', 'EXECUTE'),
+                    has_function_privilege('app', 'snowflake_next_range(bigint)', 'EXECUTE'),
+                    has_function_privilege('public', 'segment_next_range(text, bigint)', 'EXECUTE'),
+                    has_function_privilege('app', 'segment_next_range(text, bigint)', 'EXECUTE')",
+            &[],
+        )
+        .unwrap();
+    let privileges: (bool, bool, bool, bool) = (row.get(0), row.get(1), row.get(2), row.get(3));
+    assert_eq!(privileges, (false, true, false, true), "{when}: the blocks as their generators were granted");
 }

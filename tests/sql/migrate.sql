@@ -162,6 +162,13 @@ SELECT sqlstate_of($$SELECT segment_create_from_sequence('t', 'invoices')$$);
 CREATE SEQUENCE countdown INCREMENT -1;
 SELECT segment_create_from_sequence('t', 'countdown');
 SELECT sqlstate_of($$SELECT segment_create_from_sequence('t', 'countdown')$$);
+-- A cycling sequence is refused (55000), by both: once it wrapped around, its last value is not
+-- the largest number it handed out.
+CREATE SEQUENCE cycling CYCLE;
+CREATE TABLE wraps (id bigint DEFAULT nextval('cycling'));
+SELECT snowflake_convert_column('wraps', 'id');
+SELECT segment_create_from_sequence('t', 'cycling');
+SELECT sqlstate_of($$SELECT segment_create_from_sequence('t', 'cycling')$$);
 CREATE SEQUENCE spare_seq;
 SELECT segment_create_from_sequence('tickets_used', 'spare_seq');
 SELECT sqlstate_of($$SELECT segment_create_from_sequence('tickets_used', 'spare_seq')$$);
