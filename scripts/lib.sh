@@ -25,7 +25,8 @@ say() { printf '\n==> %s\n' "$*" >&2; }
 
 # Installs what is missing, and nothing that is already there.
 ensure_tools() {
-    local packages=(postgresql-15 postgresql-server-dev-15 libclang-dev clang sudo faketime)
+    # libpq-dev: the workers reach other servers with libpq; procps: the tests freeze servers (pgrep).
+    local packages=(postgresql-15 postgresql-server-dev-15 libpq-dev libclang-dev clang sudo faketime procps)
     local missing=()
     for p in "${packages[@]}"; do
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")

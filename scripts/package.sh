@@ -23,7 +23,7 @@ Package: postgresql-15-pg-idgen
 Version: $version
 Architecture: $arch
 Maintainer: pg_idgen developers <pg_idgen@localhost>
-Depends: postgresql-15, libc6
+Depends: postgresql-15, libc6, libpq5
 Section: database
 Priority: optional
 Installed-Size: $size_kb

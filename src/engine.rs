@@ -132,6 +132,31 @@ impl Generator {
         cell.last.fetch_max(floor.saturating_sub(1), Ordering::SeqCst);
     }
 
+    /// Lets the generator reach a new durable mark (`mark_limit` only rises).
+    pub fn raise_mark_limit(&self, state: &SharedState, limit: Stamp) {
+        self.cell(state).mark_limit.fetch_max(limit, Ordering::SeqCst);
+        self.refresh_limit(state);
+    }
+
+    /// Sets the generator's second bound (the node id lease), in either direction.
+    pub fn set_cap(&self, state: &SharedState, cap: Stamp) {
+        self.cell(state).cap.store(cap, Ordering::SeqCst);
+        self.refresh_limit(state);
+    }
+
+    /// Writes `limit` as the lower of the two bounds. Why a lock: two writers (the clock worker
+    /// raising the mark, the lease worker moving the cap) must not leave the limit at a bound one
+    /// of them already moved away from. Release: see the Acquire in `next`.
+    fn refresh_limit(&self, state: &SharedState) {
+        let cell = self.cell(state);
+        while cell.limit_lock.compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed).is_err() {
+            std::hint::spin_loop();
+        }
+        let limit = cell.mark_limit.load(Ordering::SeqCst).min(cell.cap.load(Ordering::SeqCst));
+        cell.limit.store(limit, Ordering::Release);
+        cell.limit_lock.store(false, Ordering::Release);
+    }
+
     /// Now, in Unix µs, on the clock the policy says generators follow.
     #[inline]
     fn now_us(state: &SharedState, config: &Config) -> i64 {
@@ -152,7 +177,8 @@ impl Generator {
         let borrow_ticks = (config.max_clock_borrow_ms as i64 * 1000 / shape.clock.unit_us) as u64;
         let mut waited_us = 0i64;
         let mut last = cell.last.load(Ordering::Relaxed);
-        let mut limit = cell.limit.load(Ordering::Relaxed);
+        // Acquire: a limit the lease worker raised comes with its new lease word (see `node`).
+        let mut limit = cell.limit.load(Ordering::Acquire);
         let mut now_us = Self::now_us(state, config);
         loop {
             let now_tick = shape.clock.tick_at(now_us).unwrap_or_else(|| self.outside_clock(now_us));
@@ -183,9 +209,12 @@ impl Generator {
                     limit = Stamp::MAX;
                     continue;
                 }
+                if block_end >= cell.cap.load(Ordering::Acquire) {
+                    crate::node::lease_does_not_cover(state);
+                }
                 waited_us += self.wait_for_mark(state, config, waited_us);
                 last = cell.last.load(Ordering::Relaxed);
-                limit = cell.limit.load(Ordering::Relaxed);
+                limit = cell.limit.load(Ordering::Acquire);
                 now_us = Self::now_us(state, config);
                 continue;
             }

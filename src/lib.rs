@@ -17,8 +17,10 @@ pub mod families;
 pub mod layout;
 mod mark;
 mod migrate;
+mod node;
 pub mod objectid;
 mod random;
+mod remote;
 mod segment;
 mod settings;
 mod shmem;
@@ -52,13 +54,15 @@ pub extern "C-unwind" fn _PG_init() {
         if !unsafe { pgrx::pg_sys::IsBinaryUpgrade } {
             clock_worker::register();
             segment::worker::register();
+            node::worker::register();
         }
     }
 }
 
 /// What a new shared memory gets before any process can use it: empty segment slots, and every
-/// generator's floor past the persisted high-water marks.
+/// generator's floor past the persisted high-water marks, and no node id lease yet.
 fn on_shared_memory_created(state: &shmem::SharedState, area: *mut u8) {
+    node::init(state, settings::config());
     segment::init_slots(area);
     mark::restore_at_start(state);
 }

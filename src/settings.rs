@@ -31,6 +31,7 @@ static NODE_ID: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new
 static LAYOUT: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(Some(c"twitter"));
 static CLOCK_STEP_POLICY: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(Some(c"keep_generating"));
 static DATABASE: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(Some(c"postgres"));
+static NODE_REGISTRY: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(Some(c""));
 static TIME_BITS: GucSetting<i32> = GucSetting::<i32>::new(FROM_PRESET);
 static NODE_BITS: GucSetting<i32> = GucSetting::<i32>::new(FROM_PRESET);
 static SEQUENCE_BITS: GucSetting<i32> = GucSetting::<i32>::new(FROM_PRESET);
@@ -45,6 +46,9 @@ static SEGMENT_PREFETCH_PERCENT: GucSetting<i32> = GucSetting::<i32>::new(10);
 static SEGMENT_MAX_STEP: GucSetting<i32> = GucSetting::<i32>::new(1_000_000);
 static SEGMENT_FAST_RANGE: GucSetting<i32> = GucSetting::<i32>::new(15 * 60 * 1000);
 static SEGMENT_SLOW_RANGE: GucSetting<i32> = GucSetting::<i32>::new(30 * 60 * 1000);
+static NODE_LEASE_TTL: GucSetting<i32> = GucSetting::<i32>::new(30_000);
+static NODE_LEASE_MARGIN: GucSetting<i32> = GucSetting::<i32>::new(10_000);
+static REMOTE_TIMEOUT: GucSetting<i32> = GucSetting::<i32>::new(5_000);
 
 /// An integer setting: its range, and values inside the range that are still invalid.
 struct IntSetting {
@@ -60,7 +64,7 @@ struct IntSetting {
 
 const MAX_UNIT_MS: i32 = 86_400_000;
 
-const INT_SETTINGS: [IntSetting; 14] = [
+const INT_SETTINGS: [IntSetting; 17] = [
     IntSetting {
         name: c"pg_idgen.time_bits",
         setting: &TIME_BITS,
@@ -189,6 +193,35 @@ const INT_SETTINGS: [IntSetting; 14] = [
         max: i32::MAX,
         gap: None,
     },
+    IntSetting {
+        name: c"pg_idgen.node_lease_ttl",
+        setting: &NODE_LEASE_TTL,
+        // Why at least 3 s: the lease is renewed every third of it, and each renewal may take up
+        // to pg_idgen.remote_timeout, at least a second.
+        short: c"How long a node id leased from pg_idgen.node_registry stays this server's without renewal, 3 s to 1 h.",
+        flags: GucFlags::UNIT_MS,
+        min: 3000,
+        max: 3_600_000,
+        gap: None,
+    },
+    IntSetting {
+        name: c"pg_idgen.node_lease_margin",
+        setting: &NODE_LEASE_MARGIN,
+        short: c"How long past its expiry a node id lease is kept from other servers: the clock-skew margin, 0 to 1 h.",
+        flags: GucFlags::UNIT_MS,
+        min: 0,
+        max: 3_600_000,
+        gap: None,
+    },
+    IntSetting {
+        name: c"pg_idgen.remote_timeout",
+        setting: &REMOTE_TIMEOUT,
+        short: c"The longest pg_idgen waits for a remote server (connecting, or one statement), 1 s to 10 min.",
+        flags: GucFlags::UNIT_MS,
+        min: 1000,
+        max: 600_000,
+        gap: None,
+    },
 ];
 
 /// A string setting and the check its values must pass (the text of an error is its DETAIL).
@@ -196,39 +229,53 @@ struct StringSetting {
     name: &'static CStr,
     setting: &'static GucSetting<Option<CString>>,
     short: &'static CStr,
+    flags: GucFlags,
     check: fn(&str) -> Result<(), String>,
 }
 
-const STRING_SETTINGS: [StringSetting; 5] = [
+const STRING_SETTINGS: [StringSetting; 6] = [
     StringSetting {
         name: c"pg_idgen.node_id",
         setting: &NODE_ID,
         short: c"Node id written into every snowflake id: 0 .. 2^node_bits - 1, unique per server (empty = unset).",
+        flags: GucFlags::empty(),
         check: |text| parse_node_id(text).map(|_| ()),
     },
     StringSetting {
         name: c"pg_idgen.epoch",
         setting: &EPOCH,
         short: c"Time zero of snowflake ids: a fixed instant, not in the future (UTC unless an offset is given).",
+        flags: GucFlags::empty(),
         check: |text| parse_epoch(text).map(|_| ()),
     },
     StringSetting {
         name: c"pg_idgen.layout",
         setting: &LAYOUT,
         short: c"Snowflake layout preset: twitter (41/10/12, 1 ms), sonyflake (39/16/8, 10 ms), uidgen (28/22/13, 1 s), js_safe (41/4/8, 1 ms: ids below 2^53).",
+        flags: GucFlags::empty(),
         check: |text| parse_preset(text).map(|_| ()),
     },
     StringSetting {
         name: c"pg_idgen.clock_step_policy",
         setting: &CLOCK_STEP_POLICY,
         short: c"When the wall clock steps back: keep_generating (from the monotonic clock) or refuse (raise an error).",
+        flags: GucFlags::empty(),
         check: |text| parse_step_policy(text).map(|_| ()),
     },
     StringSetting {
         name: c"pg_idgen.database",
         setting: &DATABASE,
         short: c"Database the pg_idgen worker connects to; segment tags live in it.",
+        flags: GucFlags::empty(),
         check: check_database_name,
+    },
+    StringSetting {
+        name: c"pg_idgen.node_registry",
+        setting: &NODE_REGISTRY,
+        short: c"libpq connection string of the database that leases node ids to servers (empty = none).",
+        // Why superuser only: like primary_conninfo, it may hold a password.
+        flags: GucFlags::SUPERUSER_ONLY,
+        check: crate::remote::check_conninfo,
     },
 ];
 
@@ -243,6 +290,18 @@ pub struct Config {
     pub clock_forward_delay_ms: u64,
     pub clock_step_policy: StepPolicy,
     pub segments: SegmentConfig,
+    pub lease: Option<LeaseConfig>,
+}
+
+/// The node-id lease, when `pg_idgen.node_registry` is set.
+#[derive(Clone, Debug)]
+pub struct LeaseConfig {
+    /// The registry's libpq connection string.
+    pub registry: String,
+    pub ttl_ms: u64,
+    pub margin_ms: u64,
+    /// The longest one remote call may take; at most a third of the lease.
+    pub remote_timeout_ms: u64,
 }
 
 /// What the time-based generators do while the wall clock is behind the ids already handed out.
@@ -309,7 +368,9 @@ pub fn declare(preloading: bool) {
         }
         for (s, raw) in STRING_SETTINGS.iter().zip(&raw_strings) {
             if let Some(Err(detail)) = raw.as_deref().map(s.check) {
-                invalid(PgLogLevel::FATAL, s.name, raw.as_deref().unwrap_or_default(), &detail);
+                // A connection string may hold a password: the message does not repeat it.
+                let shown = if s.flags.contains(GucFlags::SUPERUSER_ONLY) { "…" } else { raw.as_deref().unwrap_or_default() };
+                invalid(PgLogLevel::FATAL, s.name, shown, &detail);
             }
         }
         let config = load(PgLogLevel::FATAL);
@@ -340,7 +401,7 @@ fn define_int_settings(context: impl Fn() -> GucContext) {
     macro_rules! hooks {
         ($($i:literal)*) => { [$(Some(check_int::<$i> as unsafe extern "C-unwind" fn(*mut i32, *mut *mut c_void, pg_sys::GucSource::Type) -> bool)),*] };
     }
-    let hooks = hooks!(0 1 2 3 4 5 6 7 8 9 10 11 12 13);
+    let hooks = hooks!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16);
     for (s, hook) in INT_SETTINGS.iter().zip(hooks) {
         // SAFETY: the settings are statics, and the hooks never unwind into PostgreSQL.
         unsafe {
@@ -371,10 +432,10 @@ fn define_string_settings(context: impl Fn() -> GucContext) {
     macro_rules! hooks {
         ($($i:literal)*) => { [$(Some(check_string::<$i> as unsafe extern "C-unwind" fn(*mut *mut c_char, *mut *mut c_void, pg_sys::GucSource::Type) -> bool)),*] };
     }
-    let hooks = hooks!(0 1 2 3 4);
+    let hooks = hooks!(0 1 2 3 4 5);
     for (s, hook) in STRING_SETTINGS.iter().zip(hooks) {
         // SAFETY: as above.
-        unsafe { GucRegistry::define_string_guc_with_hooks(s.name, s.short, c"", s.setting, context(), GucFlags::empty(), hook, None, None) };
+        unsafe { GucRegistry::define_string_guc_with_hooks(s.name, s.short, c"", s.setting, context(), s.flags, hook, None, None) };
     }
 }
 
@@ -622,9 +683,17 @@ fn load(level: PgLogLevel) -> Config {
     let policy_text = string_value(&CLOCK_STEP_POLICY, "keep_generating");
     let clock_step_policy =
         parse_step_policy(&policy_text).unwrap_or_else(|detail| invalid(level, c"pg_idgen.clock_step_policy", &policy_text, &detail));
+    let registry = string_value(&NODE_REGISTRY, "");
+    let lease = (!registry.is_empty()).then(|| LeaseConfig {
+        registry,
+        ttl_ms: int(&NODE_LEASE_TTL),
+        margin_ms: int(&NODE_LEASE_MARGIN),
+        remote_timeout_ms: int(&REMOTE_TIMEOUT).min(int(&NODE_LEASE_TTL) / 3),
+    });
     Config {
         layout,
         node_id,
+        lease,
         max_clock_borrow_ms: int(&MAX_CLOCK_BORROW),
         max_clock_wait_ms: int(&MAX_CLOCK_WAIT),
         clock_reserve_ms: int(&CLOCK_RESERVE),

@@ -7,7 +7,7 @@
 //! Only atomics live here; each generator owns its fields and touches them lock-free.
 
 use std::sync::atomic::Ordering::Relaxed;
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicI64, AtomicPtr, AtomicU64};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicI64, AtomicPtr, AtomicU32, AtomicU64, AtomicU8};
 
 use pgrx::pg_sys;
 use pgrx::prelude::*;
@@ -36,13 +36,51 @@ impl<T> std::ops::Deref for CacheLine<T> {
 pub struct GeneratorCell {
     /// The stamp of the last value handed out. Moves only forward, by compare-and-swap.
     pub last: AtomicU64,
-    /// The first stamp this generator may not hand out: the first tick at or past the durable
-    /// high-water mark (see `mark`).
+    /// The first stamp this generator may not hand out: the lower of `mark_limit` and `cap`.
+    /// Written only under `limit_lock` (see `engine::Generator::refresh_limit`).
     pub limit: AtomicU64,
     /// The smallest value it may hand out since the server started or an advance past an id
     /// (see `engine`); read only when a call would borrow past the clock.
     pub floor: AtomicU64,
+    /// The first tick at or past the durable high-water mark (see `mark`); only rises.
+    pub mark_limit: AtomicU64,
+    /// A second bound, moved either way: the end of the node id lease for snowflake ids (see
+    /// `node`), `Stamp::MAX` for families without one.
+    pub cap: AtomicU64,
+    /// Taken (a spin lock) to write `limit`: rare, by the clock and lease workers.
+    pub limit_lock: AtomicBool,
 }
+
+/// The node id lease as every process sees it (see `node`). Written by the lease worker only.
+#[repr(C)]
+pub struct LeaseState {
+    /// `generation << 32 | (node id + 1)`, low half 0 while no node id is held. Every change of
+    /// node id or of its lease's validity takes a new generation: a call that read one word before
+    /// taking its stamp and another after drops the stamp.
+    pub word: CacheLine<AtomicU64>,
+    /// `node::Phase` as a number.
+    pub phase: AtomicU32,
+    /// This server start's token in the registry (random, chosen with the shared memory).
+    pub holder: [AtomicU64; 2],
+    /// When the lease runs out, on this server's CLOCK_BOOTTIME (µs).
+    pub deadline_boot_us: AtomicI64,
+    /// When it was last renewed or taken, Unix µs.
+    pub renewed_at_us: AtomicI64,
+    /// Remote calls that failed in a row, and in all.
+    pub failures_in_a_row: AtomicU64,
+    pub failures: AtomicU64,
+    /// The lease worker's process id while it runs.
+    pub worker_pid: AtomicI32,
+    /// Its latch while it runs: a call that finds no lease wakes it.
+    pub worker_latch: AtomicPtr<pg_sys::Latch>,
+    /// The last remote error, as text (`message_version` odd while it is written).
+    pub message_version: AtomicU32,
+    pub message_len: AtomicU32,
+    pub message: [AtomicU8; LEASE_MESSAGE_BYTES],
+}
+
+/// The longest remote error the lease state keeps.
+pub const LEASE_MESSAGE_BYTES: usize = 480;
 
 /// The high-water marks as every process sees them (see `mark`).
 #[repr(C)]
@@ -116,6 +154,8 @@ pub struct SharedState {
     pub worker_latch: AtomicPtr<pg_sys::Latch>,
     /// Broadcast by the worker whenever it published ranges or gave up on a tag.
     pub segment_loaded: pg_sys::ConditionVariable,
+    /// The node id lease (with pg_idgen.node_registry).
+    pub lease: LeaseState,
 }
 
 impl SharedState {
@@ -154,6 +194,11 @@ impl SharedState {
     /// Wakes the clock worker, if it runs: a generator reached the mark, or a floor was advanced.
     pub fn wake_clock_worker(&self) {
         set_latch(&self.clock_worker_latch);
+    }
+
+    /// Wakes the lease worker, if it runs: a call found no lease.
+    pub fn wake_lease_worker(&self) {
+        set_latch(&self.lease.worker_latch);
     }
 
     /// Wakes the segment worker, if it runs: a range is wanted.

@@ -10,7 +10,7 @@ use crate::engine::Generator;
 use crate::errors;
 use crate::families::{Stamp, SNOWFLAKE};
 use crate::layout::{Layout, Parts};
-use crate::{settings, shmem};
+use crate::{node, settings, shmem};
 
 #[pg_extern(volatile, parallel_safe)]
 /// The next snowflake id of this server: unique, and greater than every id it handed out before.
@@ -18,8 +18,8 @@ fn snowflake_next() -> i64 {
     // Why first: without shared_preload_libraries, that is the error to fix, not the node id.
     shmem::shared();
     let config = settings::config();
-    let node_id = config.node_id.unwrap_or_else(|| errors::node_id_unset());
-    let (stamp, _) = Generator::of(&SNOWFLAKE, config).take("snowflake_next()");
+    let generator = Generator::of(&SNOWFLAKE, config);
+    let ((stamp, _), node_id) = node::with_node_id(config, "snowflake_next()", || generator.take("snowflake_next()"));
     id_of_stamp(&config.layout, stamp, node_id)
 }
 
@@ -29,7 +29,6 @@ fn snowflake_next() -> i64 {
 fn snowflake_next_range(n: i64) -> SetOfIterator<'static, i64> {
     shmem::shared();
     let config = settings::config();
-    let node_id = config.node_id.unwrap_or_else(|| errors::node_id_unset());
     let generator = Generator::of(&SNOWFLAKE, config);
     let max_block = generator.max_block(config);
     if !(1..=max_block as i64).contains(&n) {
@@ -43,7 +42,7 @@ fn snowflake_next_range(n: i64) -> SetOfIterator<'static, i64> {
             None,
         )
     }
-    let (first, _) = generator.take_block("snowflake_next_range()", n as u64);
+    let ((first, _), node_id) = node::with_node_id(config, "snowflake_next_range()", || generator.take_block("snowflake_next_range()", n as u64));
     let layout = config.layout;
     SetOfIterator::new((first..first + n as u64).map(move |stamp| id_of_stamp(&layout, stamp, node_id)))
 }

@@ -32,14 +32,15 @@ unsafe fn status_row(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
 
     // Only an id handed out since the start: the state below the floor was never one.
     let last = Generator::of(&SNOWFLAKE, config).last_handed_out(state);
-    let last_id = last.zip(config.node_id).map(|(last, node_id)| snowflake::id_of_stamp(layout, last, node_id));
+    let node_id = crate::node::current_node_id(config);
+    let last_id = last.zip(node_id).map(|(last, node_id)| snowflake::id_of_stamp(layout, last, node_id));
     // How far ids are ahead of the wall clock: the generators' clock, or the newest id if later.
     let ahead_us = (state.generator_clock.now_us().max(mark::newest_id_us(state, config)) - now_us).max(0);
     let steps = &state.clock_steps;
     let advanced_at_us = state.mark.advanced_at_us.load(Relaxed);
 
     let columns = [
-        column("node_id", config.node_id.map(|n| n as i32)),
+        column("node_id", node_id.map(|n| n as i32)),
         column("layout", format!("{} {}/{}/{}", layout.preset.name(), layout.time_bits, layout.node_bits, layout.sequence_bits)),
         column("time_unit", Interval::from_micros(layout.unit_us())),
         column("epoch", clock::unix_micros_to_timestamptz(layout.epoch_us)),

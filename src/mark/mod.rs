@@ -55,11 +55,11 @@ const XLOG_MARK: u8 = 0x20;
 
 /// The record for new marks: this server's layout and node id.
 ///
-/// Why "made" is true whenever a node id is set, not once an id was seen: a record must say so
+/// Why "made" is true whenever a node id is set or leased, not once an id was seen: a record must say so
 /// before any snowflake id under its marks can be handed out, and a crash right after the first
 /// ids would otherwise leave a record that says none were.
 fn record_for(state: &SharedState, config: &Config, marks_us: [i64; FAMILIES]) -> MarkRecord {
-    let made = config.node_id.is_some() || state.mark.snowflake_made.load(SeqCst);
+    let made = config.node_id.is_some() || config.lease.is_some() || state.mark.snowflake_made.load(SeqCst);
     MarkRecord { marks_us, layout: Some(config.layout), node_id: config.node_id, snowflake_made: made }
 }
 
@@ -274,7 +274,7 @@ fn restore(state: &SharedState, config: &Config, record: &MarkRecord) {
 /// Lets each generator hand out values of times before its mark, which is durable.
 fn publish(state: &SharedState, config: &Config, marks_us: [i64; FAMILIES]) {
     for (i, generator) in Generator::all(config).iter().enumerate() {
-        generator.cell(state).limit.fetch_max(generator.shape.first_stamp_from(marks_us[i]), Relaxed);
+        generator.raise_mark_limit(state, generator.shape.first_stamp_from(marks_us[i]));
         state.mark.durable_us[i].fetch_max(marks_us[i], Relaxed);
     }
 }

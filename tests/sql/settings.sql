@@ -25,6 +25,11 @@ ALTER SYSTEM SET pg_idgen.max_tags = 0;
 ALTER SYSTEM SET pg_idgen.layout = 'leaf';
 ALTER SYSTEM SET pg_idgen.clock_forward_delay = '2h';
 ALTER SYSTEM SET pg_idgen.nodeid = 3;
+-- The node registry's connection string is checked by libpq's parser; the lease by its bounds.
+ALTER SYSTEM SET pg_idgen.node_registry = 'host=registry nonsense';
+ALTER SYSTEM SET pg_idgen.node_registry = 'hots=registry';
+ALTER SYSTEM SET pg_idgen.node_lease_ttl = '1s';
+ALTER SYSTEM SET pg_idgen.remote_timeout = '100ms';
 -- The epoch is read as the server reads it at start (ISO, year first, UTC), whatever the session says.
 SET datestyle = 'SQL, DMY';
 ALTER SYSTEM SET pg_idgen.epoch = '13/01/2025';
@@ -38,3 +43,13 @@ SET pg_idgen.nodeid = 8;
 
 SELECT name, context, unit, short_desc <> '' AS documented
   FROM pg_settings WHERE name LIKE 'pg_idgen.%' ORDER BY name;
+
+-- The registry's connection string may hold a password: superusers only.
+CREATE ROLE settings_reader;
+SET ROLE settings_reader;
+SHOW pg_idgen.node_registry;
+SELECT count(*) FROM pg_settings WHERE name = 'pg_idgen.node_registry';
+RESET ROLE;
+DROP ROLE settings_reader;
+-- Without a registry, no lease: node_lease_status() has no row.
+SELECT count(*) FROM node_lease_status();

@@ -1,0 +1,401 @@
+//! System tests of several servers that share one node registry (`pg_idgen.node_registry`):
+//! every cluster is started by the test, all on this machine, connected by libpq over Unix
+//! sockets. Duplicates are counted over real rows with `count(*) = count(DISTINCT id)`.
+
+use std::collections::HashSet;
+use std::process::Command;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use pg_idgen_system_tests::{sqlstate, started_cluster, started_cluster_with_clock_offset, Client, Cluster};
+
+/// Short leases, so that the tests see them run out: renewed every second.
+const TTL: &str = "pg_idgen.node_lease_ttl = '3s'";
+
+/// A libpq connection string to a cluster's `postgres` database.
+fn conninfo(cluster: &Cluster) -> String {
+    format!("host={} port={} dbname=postgres user=postgres", cluster.socket_dir(), cluster.port)
+}
+
+/// The registry: a server with the extension, which holds the leases.
+fn registry(name: &str) -> Cluster {
+    started_cluster(name, &[])
+}
+
+/// The settings of a server that leases its node id from `registry`, with a margin and more.
+fn lease_settings(registry: &Cluster, margin: &str, more: &[&str]) -> Vec<String> {
+    let mut settings = vec![format!("pg_idgen.node_registry = '{}'", conninfo(registry)), TTL.into(), format!("pg_idgen.node_lease_margin = '{margin}'")];
+    settings.extend(more.iter().map(|s| s.to_string()));
+    settings
+}
+
+/// Such a server, started.
+fn leasing(name: &str, registry: &Cluster, margin: &str, more: &[&str]) -> Cluster {
+    let settings = lease_settings(registry, margin, more);
+    started_cluster(name, &settings.iter().map(String::as_str).collect::<Vec<_>>())
+}
+
+/// The node id a server holds a lease of, once it holds one (at most 20 s).
+fn leased_node_id(cluster: &Cluster) -> i32 {
+    let mut db = cluster.connect();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let row = db.query_one("SELECT state, node_id, last_error FROM node_lease_status()", &[]).unwrap();
+        if row.get::<_, String>(0) == "held" {
+            return row.get(1);
+        }
+        assert!(Instant::now() < deadline, "no lease within 20 s: {:?} {:?}", row.get::<_, String>(0), row.get::<_, Option<String>>(2));
+        thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// The lease's state once the lease worker has answered: its first call made (at most 20 s).
+fn answered_state(cluster: &Cluster) -> String {
+    let mut db = cluster.connect();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let state: String = db.query_one("SELECT state FROM node_lease_status()", &[]).unwrap().get(0);
+        if state != "acquiring" {
+            return state;
+        }
+        assert!(Instant::now() < deadline, "the lease worker did not answer within 20 s");
+        thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn node_of(db: &mut Client, id: i64) -> i32 {
+    db.query_one("SELECT (id_decode($1::bigint)).node_id", &[&id]).unwrap().get(0)
+}
+
+/// The process ids of a server: its postmaster and every child.
+fn server_pids(cluster: &Cluster) -> Vec<String> {
+    let pid_file = std::fs::read_to_string(format!("{}/postmaster.pid", cluster.data())).unwrap();
+    let postmaster = pid_file.lines().next().unwrap().trim().to_string();
+    let children = Command::new("pgrep").args(["-P", &postmaster]).output().unwrap();
+    let mut pids = vec![postmaster];
+    pids.extend(String::from_utf8_lossy(&children.stdout).split_whitespace().map(String::from));
+    pids
+}
+
+/// A frozen server, thawed when dropped: a failed assertion must not leave it stopped, or the
+/// cleanup (closing connections, stopping the server) would wait for it for good.
+struct Frozen(Vec<String>);
+
+impl Frozen {
+    fn freeze(cluster: &Cluster) -> Frozen {
+        let pids = server_pids(cluster);
+        signal(&pids, "STOP");
+        Frozen(pids)
+    }
+}
+
+impl Drop for Frozen {
+    fn drop(&mut self) {
+        signal(&self.0, "CONT");
+    }
+}
+
+fn signal(pids: &[String], signal: &str) {
+    let out = Command::new("kill").arg(format!("-{signal}")).args(pids).output().unwrap();
+    assert!(out.status.success(), "kill -{signal}: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// Claim: three servers that lease from one registry hold three different node ids, and a table
+/// hash-partitioned over them with postgres_fdw (each server holds one shard and reaches the
+/// others' as foreign partitions), written concurrently through every server with `DEFAULT
+/// snowflake_next()`, has no duplicate id over all its rows; each server's rows carry its node id.
+#[test]
+fn three_servers_lease_their_own_node_ids_and_share_a_sharded_table_without_duplicates() {
+    let registry = registry("nodes-registry");
+    let servers: Vec<Cluster> = (0..3).map(|i| leasing(&format!("nodes-shard{i}"), &registry, "2s", &[])).collect();
+    let node_ids: Vec<i32> = servers.iter().map(leased_node_id).collect();
+    assert_eq!(node_ids.iter().collect::<HashSet<_>>().len(), 3, "three different node ids: {node_ids:?}");
+
+    for (i, server) in servers.iter().enumerate() {
+        let mut sql = format!(
+            "CREATE EXTENSION postgres_fdw;
+             CREATE TABLE orders (id bigint NOT NULL DEFAULT snowflake_next(), server int, n int) PARTITION BY HASH (id);
+             CREATE TABLE shard{i} PARTITION OF orders (PRIMARY KEY (id)) FOR VALUES WITH (MODULUS 3, REMAINDER {i});"
+        );
+        for (j, other) in servers.iter().enumerate().filter(|(j, _)| *j != i) {
+            sql += &format!(
+                "CREATE SERVER s{j} FOREIGN DATA WRAPPER postgres_fdw OPTIONS (host '{}', port '{}', dbname 'postgres', batch_size '100');
+                 CREATE USER MAPPING FOR postgres SERVER s{j} OPTIONS (user 'postgres');
+                 CREATE FOREIGN TABLE remote{j} PARTITION OF orders FOR VALUES WITH (MODULUS 3, REMAINDER {j})
+                     SERVER s{j} OPTIONS (table_name 'shard{j}');",
+                other.socket_dir(),
+                other.port
+            );
+        }
+        server.connect().batch_execute(&sql).unwrap();
+    }
+
+    const CLIENTS_PER_SERVER: i32 = 2;
+    const BATCHES: i32 = 20;
+    const ROWS: i32 = 250;
+    let mut writers = Vec::new();
+    for (i, server) in servers.iter().enumerate() {
+        for _ in 0..CLIENTS_PER_SERVER {
+            let mut db = server.connect();
+            writers.push(thread::spawn(move || {
+                for _ in 0..BATCHES {
+                    db.execute(&format!("INSERT INTO orders (server, n) SELECT {i}, g FROM generate_series(1, {ROWS}) g"), &[]).unwrap();
+                }
+            }));
+        }
+    }
+    writers.into_iter().for_each(|w| w.join().unwrap());
+
+    let expected = 3 * (CLIENTS_PER_SERVER * BATCHES * ROWS) as i64;
+    let mut db = servers[0].connect();
+    let row = db.query_one("SELECT count(*), count(DISTINCT id) FROM orders", &[]).unwrap();
+    assert_eq!((row.get::<_, i64>(0), row.get::<_, i64>(1)), (expected, expected), "every row, no duplicate id");
+    for (i, node_id) in node_ids.iter().enumerate() {
+        let nodes: Vec<i32> = db
+            .query("SELECT DISTINCT (id_decode(id)).node_id FROM orders WHERE server = $1", &[&(i as i32)])
+            .unwrap()
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        assert_eq!(nodes, vec![*node_id], "server {i}'s rows carry its leased node id");
+    }
+    let shards: Vec<i64> = (0..3)
+        .map(|i| servers[i].connect().query_one(&format!("SELECT count(*) FROM shard{i}"), &[]).unwrap().get(0))
+        .collect();
+    assert!(shards.iter().all(|&n| n > expected / 6), "the hash spreads the rows over the shards: {shards:?}");
+}
+
+/// Claim: while the registry is down, a server goes on making ids until its lease could have run
+/// out (the lease's length after its last renewal was sent), then refuses with 55000 naming the
+/// registry, and never makes an id after that time; once the registry is back, it renews the
+/// same node id and makes ids again, none of them a duplicate.
+#[test]
+fn a_server_stops_when_its_lease_could_have_run_out_and_goes_on_when_the_registry_is_back() {
+    let registry = registry("outage-registry");
+    let server = leasing("outage-server", &registry, "2s", &[]);
+    let node_id = leased_node_id(&server);
+    server
+        .connect()
+        .batch_execute("CREATE TABLE made (made_at timestamptz NOT NULL DEFAULT clock_timestamp(), id bigint NOT NULL DEFAULT snowflake_next())")
+        .unwrap();
+
+    let mut db = server.connect();
+    let insert = |db: &mut Client| db.execute("INSERT INTO made DEFAULT VALUES", &[]);
+    for _ in 0..100 {
+        insert(&mut db).unwrap();
+    }
+    registry.stop();
+    let stopped = Instant::now();
+    let error = loop {
+        match insert(&mut db) {
+            Ok(_) => assert!(stopped.elapsed() < Duration::from_secs(6), "ids are still made 6 s after the registry went"),
+            Err(error) => break error,
+        }
+        thread::sleep(Duration::from_millis(5));
+    };
+    assert_eq!(sqlstate(&error), "55000", "{error:?}");
+    let db_error = error.as_db_error().unwrap();
+    assert!(db_error.message().contains("lease has run out"), "{}", db_error.message());
+    assert!(db_error.detail().unwrap_or_default().contains(&format!("port={}", registry.port)), "{:?}", db_error.detail());
+    // The lease's end: its last renewal was sent before renewed_at, and lasts 3 s.
+    let row = db
+        .query_one(
+            "SELECT state, (SELECT max(made_at) FROM made) OPERATOR(pg_catalog.<=) renewed_at + interval '3 s', renewed_at::text
+               FROM node_lease_status()",
+            &[],
+        )
+        .unwrap();
+    assert_eq!(row.get::<_, String>(0), "lapsed");
+    assert!(row.get::<_, bool>(1), "no id was made after the lease's end ({})", row.get::<_, String>(2));
+    for _ in 0..20 {
+        assert_eq!(sqlstate(&insert(&mut db).unwrap_err()), "55000", "refused while the registry is down");
+    }
+
+    registry.start();
+    let back = Instant::now();
+    while insert(&mut db).is_err() {
+        assert!(back.elapsed() < Duration::from_secs(10), "no ids 10 s after the registry came back");
+        thread::sleep(Duration::from_millis(50));
+    }
+    for _ in 0..100 {
+        insert(&mut db).unwrap();
+    }
+    assert_eq!(leased_node_id(&server), node_id, "the same node id, renewed");
+    let row = db.query_one("SELECT count(*), count(DISTINCT id) FROM made", &[]).unwrap();
+    assert_eq!(row.get::<_, i64>(0), row.get::<_, i64>(1), "no duplicate");
+}
+
+/// Claim: a server frozen (SIGSTOP) keeps its node id from others only until its lease and its
+/// margin have run out on the registry's clock: a server configured with that node id is refused
+/// until then, takes it after, and makes ids above every id of the frozen server, although its
+/// wall clock is 30 s behind (the registry hands the earlier holder's bound over). Thawed, the
+/// frozen server never makes another id with that node id (it refuses, then leases another), and
+/// no id of either server is a duplicate.
+#[test]
+fn a_frozen_servers_node_id_goes_to_another_only_after_its_lease_and_margin() {
+    let registry = registry("frozen-registry");
+    let frozen = leasing("frozen-a", &registry, "6s", &[]);
+    let node_id = leased_node_id(&frozen);
+    let mut a = frozen.connect();
+    let mut ids_a: Vec<i64> = (0..1000).map(|_| a.query_one("SELECT snowflake_next()", &[]).unwrap().get(0)).collect();
+    let freeze = Frozen::freeze(&frozen);
+    let mut r = registry.connect();
+    let expired_at: String =
+        r.query_one("SELECT expires_at::text FROM node_lease WHERE node_id = $1", &[&node_id]).unwrap().get(0);
+
+    let settings = lease_settings(&registry, "2s", &[&format!("pg_idgen.node_id = {node_id}")]);
+    let taker = started_cluster_with_clock_offset("frozen-b", -30, &settings.iter().map(String::as_str).collect::<Vec<_>>());
+    let mut b = taker.connect();
+    assert_eq!(answered_state(&taker), "refused");
+    let error = b.query_one("SELECT snowflake_next()", &[]).expect_err("the node id is still the frozen server's");
+    assert_eq!(sqlstate(&error), "55000", "{error:?}");
+    assert!(error.as_db_error().unwrap().message().contains(&format!("refuses this server node id {node_id}")), "{error:?}");
+    let last_error: String = b.query_one("SELECT last_error FROM node_lease_status()", &[]).unwrap().get(0);
+    assert!(last_error.contains(&format!("node id {node_id} is held by")), "{last_error}");
+
+    assert_eq!(leased_node_id(&taker), node_id);
+    let row = r
+        .query_one(
+            "SELECT acquired_at >= $2::text::timestamptz + interval '6 s', holder_name FROM node_lease WHERE node_id = $1",
+            &[&node_id, &expired_at],
+        )
+        .unwrap();
+    assert!(row.get::<_, bool>(0), "taken only once the frozen lease's end ({expired_at}) and its 6 s margin had passed");
+    assert!(row.get::<_, String>(1).contains(&format!("port {}", taker.port)));
+    let ids_b: Vec<i64> = (0..1000).map(|_| b.query_one("SELECT snowflake_next()", &[]).unwrap().get(0)).collect();
+    let max_a = *ids_a.iter().max().unwrap();
+    assert!(ids_b.iter().all(|&id| id > max_a), "the taker's ids are above every id the frozen server made");
+
+    drop(freeze);
+    let thawed = Instant::now();
+    let mut refusals = 0;
+    while thawed.elapsed() < Duration::from_secs(6) {
+        match a.query_one("SELECT snowflake_next()", &[]) {
+            Ok(row) => {
+                let id: i64 = row.get(0);
+                assert_ne!(node_of(&mut b, id), node_id, "the thawed server made an id with the node id it lost");
+                ids_a.push(id);
+            }
+            Err(error) => {
+                assert_eq!(sqlstate(&error), "55000", "{error:?}");
+                refusals += 1;
+            }
+        }
+        thread::sleep(Duration::from_millis(2));
+    }
+    let new_node = leased_node_id(&frozen);
+    assert_ne!(new_node, node_id, "the thawed server leased another node id");
+    let all: HashSet<i64> = ids_a.iter().chain(&ids_b).copied().collect();
+    assert_eq!(all.len(), ids_a.len() + ids_b.len(), "no duplicate ({refusals} calls refused after the thaw)");
+}
+
+/// Claim: two servers configured with the same fixed node id: the first holds it, the second
+/// refuses to make snowflake ids (55000) and says which server holds it. A standby promoted while
+/// its primary runs takes a node id lease of its own and makes no id with its primary's node id;
+/// with a fixed node id its primary holds, the promoted standby refuses instead.
+#[test]
+fn a_duplicate_fixed_node_id_and_a_promoted_standby_never_share_a_node_id() {
+    let registry = registry("fixed-registry");
+    let first = leasing("fixed-first", &registry, "2s", &["pg_idgen.node_id = 7"]);
+    assert_eq!(leased_node_id(&first), 7);
+    let second = leasing("fixed-second", &registry, "2s", &["pg_idgen.node_id = 7"]);
+    assert_eq!(answered_state(&second), "refused");
+    let mut db = second.connect();
+    let error = db.query_one("SELECT snowflake_next()", &[]).expect_err("node id 7 is the first server's");
+    assert_eq!(sqlstate(&error), "55000", "{error:?}");
+    let row = db.query_one("SELECT state, last_error FROM node_lease_status()", &[]).unwrap();
+    assert_eq!(row.get::<_, String>(0), "refused");
+    let last_error: String = row.get(1);
+    assert!(last_error.contains(&format!("node id 7 is held by")) && last_error.contains(&format!("port {}", first.port)), "{last_error}");
+    first.connect().query_one("SELECT snowflake_next()", &[]).expect("the first server makes ids");
+
+    // A leased primary and its standby.
+    let primary = leasing("fixed-primary", &registry, "2s", &[]);
+    let primary_node = leased_node_id(&primary);
+    let standby = Cluster::standby_of("fixed-standby", &primary);
+    standby.configure(&[
+        "shared_preload_libraries = 'pg_idgen'",
+        &format!("pg_idgen.node_registry = '{}'", conninfo(&registry)),
+        TTL,
+        "pg_idgen.node_lease_margin = '2s'",
+    ]);
+    standby.start();
+    let state: String = standby.connect().query_one("SELECT state FROM node_lease_status()", &[]).unwrap().get(0);
+    assert_eq!(state, "standby");
+    standby.promote();
+    let standby_node = leased_node_id(&standby);
+    assert_ne!(standby_node, primary_node, "the promoted standby leased a node id of its own");
+    let mut p = primary.connect();
+    let mut s = standby.connect();
+    let mut ids = HashSet::new();
+    for _ in 0..500 {
+        for (db, node) in [(&mut p, primary_node), (&mut s, standby_node)] {
+            let id: i64 = db.query_one("SELECT snowflake_next()", &[]).unwrap().get(0);
+            assert_eq!(node_of(db, id), node);
+            assert!(ids.insert(id), "duplicate {id}");
+        }
+    }
+
+    // A fixed node id on a primary and its standby: promoted, the standby refuses.
+    let fixed_standby = Cluster::standby_of("fixed-first-standby", &first);
+    fixed_standby.configure(&[
+        "shared_preload_libraries = 'pg_idgen'",
+        &format!("pg_idgen.node_registry = '{}'", conninfo(&registry)),
+        TTL,
+        "pg_idgen.node_lease_margin = '2s'",
+        "pg_idgen.node_id = 7",
+    ]);
+    fixed_standby.start();
+    fixed_standby.promote();
+    assert_eq!(answered_state(&fixed_standby), "refused");
+    let error = fixed_standby.connect().query_one("SELECT snowflake_next()", &[]).expect_err("node id 7 is its primary's");
+    assert_eq!(sqlstate(&error), "55000", "{error:?}");
+}
+
+/// Claim: two servers that lease their node ids from one registry write one table each, and
+/// native logical replication copies both into a third server's table with a primary key: all
+/// rows arrive (a duplicate id would stop the apply with a unique violation), `count(*) =
+/// count(DISTINCT id)` there.
+#[test]
+fn two_writers_replicate_into_a_third_without_duplicates() {
+    let registry = registry("replication-registry");
+    let writers: Vec<Cluster> =
+        (0..2).map(|i| leasing(&format!("replication-writer{i}"), &registry, "2s", &["wal_level = logical"])).collect();
+    let subscriber = started_cluster("replication-subscriber", &[]);
+    const TABLE: &str = "CREATE TABLE events (id bigint PRIMARY KEY DEFAULT snowflake_next(), origin int, n int)";
+    subscriber.connect().batch_execute(TABLE).unwrap();
+    for (i, writer) in writers.iter().enumerate() {
+        leased_node_id(writer);
+        writer.connect().batch_execute(&format!("{TABLE}; CREATE PUBLICATION events_pub FOR TABLE events")).unwrap();
+        subscriber
+            .connect()
+            .batch_execute(&format!("CREATE SUBSCRIPTION from_writer{i} CONNECTION '{}' PUBLICATION events_pub", conninfo(writer)))
+            .unwrap();
+    }
+    const PER_CLIENT: i32 = 2_500;
+    let mut clients = Vec::new();
+    for (i, writer) in writers.iter().enumerate() {
+        for _ in 0..2 {
+            let mut db = writer.connect();
+            clients.push(thread::spawn(move || {
+                for _ in 0..PER_CLIENT / 250 {
+                    db.execute(&format!("INSERT INTO events (origin, n) SELECT {i}, g FROM generate_series(1, 250) g"), &[]).unwrap();
+                }
+            }));
+        }
+    }
+    clients.into_iter().for_each(|c| c.join().unwrap());
+    let expected = 4 * PER_CLIENT as i64;
+    let mut db = subscriber.connect();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let row = db.query_one("SELECT count(*), count(DISTINCT id) FROM events", &[]).unwrap();
+        let (count, distinct) = (row.get::<_, i64>(0), row.get::<_, i64>(1));
+        assert_eq!(count, distinct, "no duplicate id in the subscriber's table");
+        if count == expected {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{count} of {expected} rows arrived within 60 s:\n{}", subscriber.log());
+        thread::sleep(Duration::from_millis(200));
+    }
+}

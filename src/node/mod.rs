@@ -1,0 +1,256 @@
+//! The node id that snowflake ids carry: fixed by `pg_idgen.node_id`, or leased from a registry
+//! database (`pg_idgen.node_registry`) so that no two servers make ids with the same one.
+//!
+//! Where things are:
+//! - here: what a call reads (the node id and its lease, `with_node_id`), the errors, the status;
+//! - `registry.sql`: the registry's table and the two functions the lease worker calls there;
+//! - `worker`: the lease worker, which takes and renews the lease over libpq (`remote`).
+//!
+//! ## Why two servers never make the same snowflake id
+//!
+//! A lease is a row of the registry: node id, holder (a random token of this server start),
+//! `expires_at` and `reusable_at` on the registry's clock, and `ids_before_us`. Each renewal
+//! reports a time `T` = the generator clock when the renewal was sent + the lease's length, and
+//! this server then makes ids of times before `T` only: `T`'s first stamp is the snowflake
+//! generator's `cap`, and the generator refuses to pass it. So `ids_before_us` bounds every id
+//! ever made under the node id. A server that takes an id over starts its ids at that time
+//! (its floor), so the two sets of ids cannot meet, whatever the two clocks say.
+//!
+//! Timing adds the behaviour users see: the lease ends, on this server's clock, the lease's
+//! length after the renewal was sent; the cap (on the generator clock, which counts the same
+//! monotonic time) stops the ids then, and the worker takes the node id away from calls too. The
+//! registry lets another server take the id only once `reusable_at` (its expiry plus this
+//! server's `pg_idgen.node_lease_margin`) has passed on the registry's clock; the margin covers
+//! the two clocks running at different rates over one lease.
+//!
+//! ## The lease word
+//!
+//! Calls read the node id from `LeaseState::word`, `generation << 32 | (node id + 1)`, before
+//! and after taking their stamp; if it changed, the stamp is dropped and the call tries again.
+//! The worker changes the word before it lowers the cap and after it raises the cap, so a stamp
+//! taken under one node id's cap is never paired with another node id.
+
+pub mod worker;
+
+use std::sync::atomic::Ordering::{Acquire, Relaxed};
+use std::time::Instant;
+
+use pgrx::datum::TimestampWithTimeZone;
+use pgrx::prelude::*;
+
+use crate::engine::Generator;
+use crate::families::{Stamp, SNOWFLAKE};
+use crate::settings::Config;
+use crate::shmem::{LeaseState, SharedState, LEASE_MESSAGE_BYTES};
+use crate::{clock, errors, remote, settings, shmem};
+
+// The registry's table and functions, in every database with the extension.
+pgrx::extension_sql_file!("registry.sql", name = "node_registry");
+
+/// Where the lease stands.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[repr(u32)]
+pub enum Phase {
+    /// No lease yet since the start (or the promotion).
+    Acquiring = 0,
+    Held = 1,
+    /// The registry refused: the configured node id is another server's, no id is free, or the
+    /// registry uses another layout.
+    Refused = 2,
+    /// The lease ran out without renewal, or another server holds the id now.
+    Lapsed = 3,
+}
+
+impl Phase {
+    fn from_u32(value: u32) -> Phase {
+        match value {
+            1 => Phase::Held,
+            2 => Phase::Refused,
+            3 => Phase::Lapsed,
+            _ => Phase::Acquiring,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Phase::Acquiring => "acquiring",
+            Phase::Held => "held",
+            Phase::Refused => "refused",
+            Phase::Lapsed => "lapsed",
+        }
+    }
+}
+
+/// What a new shared memory starts with: no lease, so the snowflake generator is capped at
+/// nothing until the worker takes one; without a registry, no cap at all (and the other families
+/// never have one).
+pub fn init(state: &SharedState, config: &Config) {
+    for generator in Generator::all(config) {
+        let leased = generator.family.index == SNOWFLAKE.index && config.lease.is_some();
+        generator.cell(state).cap.store(if leased { 0 } else { Stamp::MAX }, Relaxed);
+    }
+    for (half, bytes) in state.lease.holder.iter().zip([crate::random::os_bytes::<8>(), crate::random::os_bytes::<8>()]) {
+        half.store(u64::from_le_bytes(bytes), Relaxed);
+    }
+}
+
+/// Runs `take` (which takes a snowflake stamp) with the node id it belongs to. The fixed node
+/// id costs nothing more; a leased one two loads of the lease word.
+#[inline(always)]
+pub fn with_node_id<T>(config: &Config, function: &str, mut take: impl FnMut() -> T) -> (T, u32) {
+    if config.lease.is_none() {
+        let node_id = config.node_id.unwrap_or_else(|| errors::node_id_unset());
+        return (take(), node_id);
+    }
+    let lease = &shmem::shared().lease;
+    loop {
+        let word = lease.word.load(Acquire);
+        let Some(node_id) = node_of(word) else {
+            wait_for_lease(config, function);
+            continue;
+        };
+        let value = take();
+        // Acquire, and after the stamp's compare-and-swap: a changed word means the stamp may
+        // have been taken under another lease's cap (see the module's comment).
+        if lease.word.load(Acquire) == word {
+            return (value, node_id);
+        }
+    }
+}
+
+/// The node id a lease word holds.
+fn node_of(word: u64) -> Option<u32> {
+    ((word as u32) != 0).then(|| (word as u32) - 1)
+}
+
+/// The node id snowflake ids are made with now, if any.
+pub fn current_node_id(config: &Config) -> Option<u32> {
+    match config.lease {
+        None => config.node_id,
+        Some(_) => node_of(shmem::shared().lease.word.load(Acquire)),
+    }
+}
+
+/// Waits (as long as a call may wait for the clock) for the lease worker to take a lease: right
+/// after a start it is on its way. Returns when there is one; raises the reason otherwise.
+#[cold]
+fn wait_for_lease(config: &Config, function: &str) {
+    // Why first: on a standby that is the error to report, not the lease it cannot take.
+    errors::refuse_during_recovery(function);
+    let state = shmem::shared();
+    let started = Instant::now();
+    while node_of(state.lease.word.load(Acquire)).is_none() {
+        let phase = Phase::from_u32(state.lease.phase.load(Relaxed));
+        if phase == Phase::Refused || started.elapsed().as_millis() as u64 >= config.max_clock_wait_ms {
+            no_lease(state);
+        }
+        state.wake_lease_worker();
+        // SAFETY: a plain sleep; interrupts are checked right after.
+        unsafe { pgrx::pg_sys::pg_usleep(1_000) };
+        pgrx::check_for_interrupts!();
+    }
+}
+
+/// Raised when a snowflake stamp would pass the lease's cap: the lease could have run out.
+#[cold]
+pub fn lease_does_not_cover(state: &SharedState) -> ! {
+    no_lease(state)
+}
+
+#[cold]
+fn no_lease(state: &SharedState) -> ! {
+    let config = settings::config();
+    let lease = config.lease.as_ref().expect("a cap only with a registry");
+    let registry = remote::describe_conninfo(&lease.registry);
+    let phase = Phase::from_u32(state.lease.phase.load(Relaxed));
+    let message = match (phase, config.node_id) {
+        (Phase::Refused, Some(node_id)) => format!("the node registry refuses this server node id {node_id}"),
+        (Phase::Refused, None) => "the node registry gives this server no node id".to_string(),
+        (Phase::Held | Phase::Lapsed, _) => "this server's node id lease has run out".to_string(),
+        (Phase::Acquiring, _) => "this server holds no node id lease yet".to_string(),
+    };
+    let last_error = last_message(&state.lease);
+    errors::raise(
+        PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+        format!("cannot make snowflake ids: {message}"),
+        Some(format!(
+            "The node registry is {registry}. {}",
+            if last_error.is_empty() { "No call to it has failed.".to_string() } else { format!("Its last failure: {last_error}") }
+        )),
+        Some("Snowflake ids need a node id that no other server uses; the pg_idgen lease worker keeps trying, and calls succeed again once it holds a lease (see node_lease_status())."),
+    )
+}
+
+/// The last remote failure the worker recorded ("" when none).
+fn last_message(lease: &LeaseState) -> String {
+    loop {
+        let version = lease.message_version.load(Acquire);
+        if version % 2 == 1 {
+            std::hint::spin_loop();
+            continue;
+        }
+        let len = (lease.message_len.load(Relaxed) as usize).min(LEASE_MESSAGE_BYTES);
+        let bytes: Vec<u8> = lease.message[..len].iter().map(|b| b.load(Relaxed)).collect();
+        if lease.message_version.load(Acquire) == version {
+            return String::from_utf8_lossy(&bytes).into_owned();
+        }
+    }
+}
+
+/// The current time on the clock lease deadlines are measured with: the monotonic clock that
+/// also counts a suspended machine's sleep (CLOCK_BOOTTIME), in µs.
+pub fn boot_micros() -> i64 {
+    let mut now = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime writes the timespec.
+    unsafe { libc::clock_gettime(libc::CLOCK_BOOTTIME, &mut now) };
+    now.tv_sec * 1_000_000 + now.tv_nsec / 1000
+}
+
+#[pg_extern(volatile, parallel_safe)]
+/// Where this server's node id lease stands: one row, or none without `pg_idgen.node_registry`.
+fn node_lease_status() -> TableIterator<
+    'static,
+    (
+        name!(registry, String),
+        name!(node_id, Option<i32>),
+        name!(state, String),
+        name!(expires_in_ms, Option<i64>),
+        name!(renewed_at, Option<TimestampWithTimeZone>),
+        name!(failures_in_a_row, i64),
+        name!(failures, i64),
+        name!(last_error, Option<String>),
+        name!(worker_pid, Option<i32>),
+    ),
+> {
+    let state = shmem::shared();
+    let config = settings::config();
+    let Some(lease_config) = &config.lease else {
+        return TableIterator::new(Vec::new());
+    };
+    let lease = &state.lease;
+    let word = lease.word.load(Acquire);
+    let node_id = node_of(word);
+    let renewed_at_us = lease.renewed_at_us.load(Relaxed);
+    let message = last_message(lease);
+    let row = (
+        remote::describe_conninfo(&lease_config.registry),
+        node_id.map(|n| n as i32),
+        if errors::recovery_is_over() { Phase::from_u32(lease.phase.load(Relaxed)).name().to_string() } else { "standby".to_string() },
+        node_id.map(|_| (lease.deadline_boot_us.load(Relaxed) - boot_micros()).max(0) / 1000),
+        (renewed_at_us != 0).then(|| clock::unix_micros_to_timestamptz(renewed_at_us)),
+        lease.failures_in_a_row.load(Relaxed) as i64,
+        lease.failures.load(Relaxed) as i64,
+        (!message.is_empty()).then_some(message),
+        Some(lease.worker_pid.load(Relaxed)).filter(|&pid| pid != 0),
+    );
+    TableIterator::new(vec![row])
+}
+
+pgrx::extension_sql!(
+    r#"
+COMMENT ON FUNCTION node_lease_status() IS
+    'Where this server''s node id lease from pg_idgen.node_registry stands (no row without a registry).';
+"#,
+    name = "node_lease_status_comment",
+    requires = [node_lease_status]
+);

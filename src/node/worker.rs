@@ -1,0 +1,334 @@
+//! The background worker "pg_idgen lease": takes this server's node id lease from the registry
+//! (`pg_idgen.node_registry`) and renews it every third of `pg_idgen.node_lease_ttl`, over libpq.
+//!
+//! It runs only where the registry is set, and only once recovery is over: a standby makes no
+//! snowflake ids, and a promoted standby takes a lease of its own (its primary's token is not
+//! its own, so it cannot renew its primary's). It has no database connection and no transaction
+//! of its own; each remote call has a deadline (`pg_idgen.remote_timeout`, and never past the
+//! lease's end). Its state is in shared memory, so a restarted worker goes on with the lease.
+
+use std::sync::atomic::Ordering::{Relaxed, SeqCst};
+use std::time::{Duration, Instant};
+
+use pgrx::bgworkers::{BackgroundWorker, BackgroundWorkerBuilder, BgWorkerStartTime, SignalWakeFlags};
+use pgrx::pg_sys;
+use pgrx::prelude::*;
+
+use super::{boot_micros, node_of, Phase};
+use crate::engine::Generator;
+use crate::families::SNOWFLAKE;
+use crate::remote::{self, Connection, RemoteError};
+use crate::settings::{self, Config, LeaseConfig};
+use crate::shmem::{self, SharedState, LEASE_MESSAGE_BYTES};
+
+/// How soon a failed call is tried again.
+const RETRY_AFTER: Duration = Duration::from_secs(1);
+/// The longest the worker sleeps: it also watches the lease's end.
+const LONGEST_SLEEP: Duration = Duration::from_millis(200);
+
+/// Registers the worker when a registry is set. Called from `_PG_init` while preloading.
+pub fn register() {
+    if settings::config().lease.is_none() {
+        return;
+    }
+    BackgroundWorkerBuilder::new("pg_idgen lease")
+        .set_type("pg_idgen lease")
+        .set_library("pg_idgen")
+        .set_function("pg_idgen_lease_worker_main")
+        // Why after recovery: see the module's comment.
+        .set_start_time(BgWorkerStartTime::RecoveryFinished)
+        .set_restart_time(Some(Duration::from_secs(1)))
+        .load();
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn unpublish(_code: i32, _arg: pg_sys::Datum) {
+    let lease = &shmem::shared().lease;
+    lease.worker_latch.store(std::ptr::null_mut(), SeqCst);
+    lease.worker_pid.store(0, Relaxed);
+}
+
+#[unsafe(no_mangle)]
+#[pg_guard]
+pub extern "C-unwind" fn pg_idgen_lease_worker_main(_arg: pg_sys::Datum) {
+    BackgroundWorker::attach_signal_handlers(SignalWakeFlags::SIGHUP | SignalWakeFlags::SIGTERM);
+    let state = shmem::shared();
+    let config = settings::config();
+    let lease = config.lease.as_ref().expect("registered only with a registry");
+    // SAFETY: MyProc is this process's, valid until exit; `unpublish` clears the pointer first.
+    unsafe {
+        state.lease.worker_latch.store(&raw mut (*pg_sys::MyProc).procLatch, SeqCst);
+        state.lease.worker_pid.store(pg_sys::MyProcPid, Relaxed);
+        pg_sys::before_shmem_exit(Some(unpublish), pg_sys::Datum::from(0));
+    }
+    log!("pg_idgen lease worker started; node registry {}", remote::describe_conninfo(&lease.registry));
+    let mut worker = LeaseWorker::new(state, config, lease);
+    loop {
+        worker.look();
+        if !BackgroundWorker::wait_latch(Some(worker.sleep())) {
+            break;
+        }
+        if BackgroundWorker::sighup_received() {
+            // SAFETY: rereads postgresql.conf in this process (log settings and the like).
+            unsafe { pg_sys::ProcessConfigFile(pg_sys::GucContext::PGC_SIGHUP) };
+        }
+    }
+    // Why exit code 1: the postmaster starts it again (code 0 would unregister it for good).
+    // SAFETY: ends this worker process; nothing of it is used after.
+    unsafe { pg_sys::proc_exit(1) };
+}
+
+struct LeaseWorker {
+    state: &'static SharedState,
+    config: &'static Config,
+    lease: &'static LeaseConfig,
+    registry: String,
+    generator: Generator,
+    /// The registry's connection, kept between calls; dropped after any failure to reach it.
+    connection: Option<Connection>,
+    holder: String,
+    holder_name: String,
+    layout: String,
+    /// When to call the registry next (CLOCK_BOOTTIME µs).
+    next_call_us: i64,
+}
+
+impl LeaseWorker {
+    fn new(state: &'static SharedState, config: &'static Config, lease: &'static LeaseConfig) -> LeaseWorker {
+        let holder = state.lease.holder.iter().map(|half| format!("{:016x}", half.load(Relaxed))).collect();
+        LeaseWorker {
+            state,
+            config,
+            lease,
+            registry: remote::describe_conninfo(&lease.registry),
+            generator: Generator::of(&SNOWFLAKE, config),
+            connection: None,
+            holder,
+            holder_name: holder_name(),
+            layout: config.layout.describe(crate::clock::format_unix_micros),
+            next_call_us: 0,
+        }
+    }
+
+    /// Ends a lease that ran out, and calls the registry when due.
+    fn look(&mut self) {
+        let lease = &self.state.lease;
+        let now_us = boot_micros();
+        if let Some(node_id) = node_of(lease.word.load(SeqCst)) {
+            if now_us >= lease.deadline_boot_us.load(Relaxed) {
+                self.lapse(&format!(
+                    "pg_idgen: the lease of node id {node_id} was not renewed within pg_idgen.node_lease_ttl ({} ms); snowflake ids stop until a lease is held again",
+                    self.lease.ttl_ms
+                ));
+            }
+        }
+        if now_us < self.next_call_us {
+            return;
+        }
+        match self.call() {
+            Ok(again) => {
+                lease.failures_in_a_row.store(0, Relaxed);
+                self.next_call_us = if again { 0 } else { boot_micros() + self.lease.ttl_ms as i64 * 1000 / 3 };
+            }
+            Err(RemoteError::Stopped) => {}
+            Err(error) => {
+                if matches!(error, RemoteError::Unreachable(_)) {
+                    self.connection = None;
+                }
+                self.fail(&error);
+                self.next_call_us = boot_micros() + RETRY_AFTER.as_micros() as i64;
+            }
+        }
+    }
+
+    /// How long to sleep: until the next call or the lease's end, at most `LONGEST_SLEEP`.
+    fn sleep(&self) -> Duration {
+        let mut until_us = self.next_call_us;
+        if node_of(self.state.lease.word.load(SeqCst)).is_some() {
+            until_us = until_us.min(self.state.lease.deadline_boot_us.load(Relaxed));
+        }
+        Duration::from_micros((until_us - boot_micros()).max(1000) as u64).min(LONGEST_SLEEP)
+    }
+
+    /// One call: renews the lease held, or takes one. Returns whether to call again at once.
+    fn call(&mut self) -> Result<bool, RemoteError> {
+        let lease = &self.state.lease;
+        let sent_us = boot_micros();
+        let ttl_us = self.lease.ttl_ms as i64 * 1000;
+        // Every id made under this lease is of a time before this: the generator clock as the
+        // call is sent (or the last id, when ahead of it), plus the lease (see the module comment
+        // of `node`).
+        let last_us = self.generator.shape.start_us(self.generator.cell(self.state).last.load(SeqCst));
+        let ids_before_us = self.state.generator_clock.now_us().max(last_us) + ttl_us;
+        let word = lease.word.load(SeqCst);
+        let held = node_of(word).filter(|_| Phase::from_u32(lease.phase.load(Relaxed)) == Phase::Held);
+        // A renewal must be answered while the lease lasts; anything else within the timeout.
+        let mut timeout_us = self.lease.remote_timeout_ms as i64 * 1000;
+        if held.is_some() {
+            let left_us = lease.deadline_boot_us.load(Relaxed) - sent_us;
+            if left_us > 0 {
+                timeout_us = timeout_us.min(left_us);
+            }
+        }
+        let deadline = Instant::now() + Duration::from_micros(timeout_us as u64);
+        let stop = || BackgroundWorker::sigterm_received();
+        let schema = self.registry_schema(deadline, &stop)?;
+        let connection = self.connection.as_ref().expect("opened by registry_schema");
+        let (ttl, margin, before) = (self.lease.ttl_ms.to_string(), self.lease.margin_ms.to_string(), ids_before_us.to_string());
+        match held {
+            Some(node_id) => {
+                let sql = format!(
+                    "SELECT {schema}.pg_idgen_node_lease_renew($1::pg_catalog.text, $2::pg_catalog.int4, $3::pg_catalog.int4, $4::pg_catalog.int4, $5::pg_catalog.int8)"
+                );
+                let rows = connection.query(&sql, &[&self.holder, &node_id.to_string(), &ttl, &margin, &before], deadline, &stop)?;
+                if rows.first().and_then(|row| row[0].as_deref()) == Some("t") {
+                    self.publish(node_id, sent_us, ids_before_us, false);
+                    Ok(false)
+                } else {
+                    self.lapse(&format!("pg_idgen: node id {node_id} is leased to another server now; snowflake ids stop until this server holds another"));
+                    Ok(true)
+                }
+            }
+            None => {
+                let wanted = self.config.node_id.map(|n| n.to_string()).unwrap_or_default();
+                let sql = format!(
+                    "SELECT node_id, previous_ids_before_us FROM {schema}.pg_idgen_node_lease_take($1::pg_catalog.text, $2::pg_catalog.text, $3::pg_catalog.text, NULLIF($4::pg_catalog.text, '')::pg_catalog.int4, $5::pg_catalog.int4, $6::pg_catalog.int4, $7::pg_catalog.int4, $8::pg_catalog.int8)"
+                );
+                let max_node_id = self.config.layout.max_node_id().min(i32::MAX as u64).to_string();
+                let params = [self.holder.as_str(), &self.holder_name, &self.layout, &wanted, &max_node_id, &ttl, &margin, &before];
+                let rows = connection.query(&sql, &params, deadline, &stop)?;
+                let parsed = rows.first().and_then(|row| {
+                    Some((row[0].as_deref()?.parse::<u32>().ok()?, row[1].as_deref()?.parse::<i64>().ok()?))
+                });
+                let Some((node_id, previous_us)) = parsed else {
+                    return Err(RemoteError::Refused { sqlstate: "XX000".into(), message: "the registry's answer is not a node id".into() });
+                };
+                if previous_us > 0 {
+                    // Above every id an earlier holder made (see the module comment of `node`).
+                    // Why not published yet: an earlier holder's clock may have been ahead, and
+                    // this lease's end, reckoned before the floor was known, need not be above
+                    // it. The next call takes the same id again (the registry gives a holder its
+                    // own row, with no floor), reckoning the end from the floor.
+                    self.generator.raise_floor(self.state, self.generator.shape.first_stamp_from(previous_us));
+                    self.state.wake_clock_worker();
+                    return Ok(true);
+                }
+                self.publish(node_id, sent_us, ids_before_us, true);
+                Ok(false)
+            }
+        }
+    }
+
+    /// The registry's connection, opened and set up when there is none, and the schema of
+    /// pg_idgen there, quoted. Why looked up on every call: the schema may be renamed, the
+    /// extension dropped and created again.
+    fn registry_schema(&mut self, deadline: Instant, stop: &dyn Fn() -> bool) -> Result<String, RemoteError> {
+        if self.connection.is_none() {
+            let connection = Connection::open(&self.lease.registry, "pg_idgen lease", deadline, stop)?;
+            // Why these: the registry's commit must be durable before the lease is used (on, so
+            // a synchronous standby of the registry has it too); its statements run with no
+            // planted search path; a locked table makes the call fail in time, not hang.
+            let timeout = self.lease.remote_timeout_ms.to_string();
+            connection.query(
+                "SELECT pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', false),
+                        pg_catalog.set_config('synchronous_commit', 'on', false),
+                        pg_catalog.set_config('default_transaction_read_only', 'off', false),
+                        pg_catalog.set_config('statement_timeout', $1, false),
+                        pg_catalog.set_config('lock_timeout', $1, false)",
+                &[&timeout],
+                deadline,
+                stop,
+            )?;
+            self.connection = Some(connection);
+        }
+        let rows = self.connection.as_ref().expect("just opened").query(
+            "SELECT n.nspname FROM pg_catalog.pg_extension e JOIN pg_catalog.pg_namespace n
+                 ON n.oid OPERATOR(pg_catalog.=) e.extnamespace
+              WHERE e.extname OPERATOR(pg_catalog.=) 'pg_idgen'",
+            &[],
+            deadline,
+            stop,
+        )?;
+        match rows.first().and_then(|row| row[0].clone()) {
+            Some(schema) => Ok(format!("\"{}\"", schema.replace('"', "\"\""))),
+            None => Err(RemoteError::Refused { sqlstate: "42704".into(), message: "extension pg_idgen is not installed in the registry database".into() }),
+        }
+    }
+
+    /// Makes a lease taken or renewed at `sent_us` the one calls use: the floor (done by the
+    /// caller), then the cap, then the lease word.
+    fn publish(&self, node_id: u32, sent_us: i64, ids_before_us: i64, taken: bool) {
+        let lease = &self.state.lease;
+        self.generator.set_cap(self.state, self.generator.shape.first_stamp_from(ids_before_us));
+        lease.deadline_boot_us.store(sent_us + self.lease.ttl_ms as i64 * 1000, SeqCst);
+        lease.renewed_at_us.store(crate::clock::wall_unix_micros(), Relaxed);
+        let word = lease.word.load(SeqCst);
+        let was_held = node_of(word) == Some(node_id) && Phase::from_u32(lease.phase.load(Relaxed)) == Phase::Held;
+        lease.phase.store(Phase::Held as u32, SeqCst);
+        if !was_held {
+            lease.word.store((((word >> 32) + 1) << 32) | (node_id as u64 + 1), SeqCst);
+            log!(
+                "pg_idgen: {} node id {node_id} from the node registry ({}), for {} ms at a time",
+                if taken { "leased" } else { "renewed the lease of" },
+                self.registry,
+                self.lease.ttl_ms
+            );
+        }
+        self.set_message("");
+    }
+
+    /// Takes the node id away from calls (the lease word first, then the cap).
+    fn lapse(&self, why: &str) {
+        let lease = &self.state.lease;
+        let word = lease.word.load(SeqCst);
+        lease.word.store(((word >> 32) + 1) << 32, SeqCst);
+        self.generator.set_cap(self.state, 0);
+        lease.phase.store(Phase::Lapsed as u32, SeqCst);
+        warning!("{why}");
+    }
+
+    /// Records a failed call; the registry's refusal of a lease not held yet is the phase too.
+    fn fail(&self, error: &RemoteError) {
+        let lease = &self.state.lease;
+        lease.failures.fetch_add(1, Relaxed);
+        let in_a_row = lease.failures_in_a_row.fetch_add(1, Relaxed) + 1;
+        if matches!(error, RemoteError::Refused { .. }) && node_of(lease.word.load(SeqCst)).is_none() {
+            lease.phase.store(Phase::Refused as u32, SeqCst);
+        }
+        let message = error.to_string();
+        self.set_message(&message);
+        if in_a_row == 1 || in_a_row % 30 == 0 {
+            warning!("pg_idgen lease worker: the node registry ({}) failed ({in_a_row} in a row): {message}", self.registry);
+        }
+    }
+
+    fn set_message(&self, message: &str) {
+        let lease = &self.state.lease;
+        let mut bytes = message.as_bytes();
+        if bytes.len() > LEASE_MESSAGE_BYTES {
+            let mut end = LEASE_MESSAGE_BYTES;
+            while !message.is_char_boundary(end) {
+                end -= 1;
+            }
+            bytes = &bytes[..end];
+        }
+        lease.message_version.fetch_add(1, SeqCst);
+        for (cell, &byte) in lease.message.iter().zip(bytes) {
+            cell.store(byte, Relaxed);
+        }
+        lease.message_len.store(bytes.len() as u32, Relaxed);
+        lease.message_version.fetch_add(1, SeqCst);
+    }
+}
+
+/// This server for people: host name, port and system identifier (a standby shares its
+/// primary's; the holder token tells them apart).
+fn holder_name() -> String {
+    let mut host = [0u8; 256];
+    // SAFETY: gethostname writes at most the buffer's length.
+    unsafe { libc::gethostname(host.as_mut_ptr().cast(), host.len()) };
+    let host = String::from_utf8_lossy(&host[..host.iter().position(|&b| b == 0).unwrap_or(0)]).into_owned();
+    // SAFETY: plain reads of the postmaster's settings and the control file's identifier.
+    let (port, system) = unsafe { (pg_sys::PostPortNumber, pg_sys::GetSystemIdentifier()) };
+    format!("{host} port {port} system {system}")
+}
