@@ -1,7 +1,9 @@
--- pg_idgen 0.5.0 -> 0.6.0: node ids leased from a registry (pg_idgen.node_registry). Every
--- database gets the registry's table and functions (src/node/registry.sql, copied below: the
--- upgrade test compares the function bodies) and node_lease_status(). The library of 0.6.0 also
--- serves the declarations of 0.5.0 unchanged until this script has run.
+-- pg_idgen 0.5.0 -> 0.6.0: node ids leased from a registry (pg_idgen.node_registry), segment
+-- ranges from a shared authority (pg_idgen.segment_authority). Every database gets the registry's
+-- table and functions (src/node/registry.sql, copied below: the upgrade test compares the
+-- function bodies), node_lease_status(), the authority's pg_idgen_segment_allocate() and
+-- segment_authority_status(). The library of 0.6.0 also serves the declarations of 0.5.0
+-- unchanged until this script has run.
 \echo Use "ALTER EXTENSION pg_idgen UPDATE TO '0.6.0'" to load this file. \quit
 
 CREATE FUNCTION node_lease_status() RETURNS TABLE (
@@ -20,6 +22,32 @@ LANGUAGE c
 AS 'MODULE_PATHNAME', 'node_lease_status_wrapper';
 COMMENT ON FUNCTION node_lease_status() IS
     'Where this server''s node id lease from pg_idgen.node_registry stands (no row without a registry).';
+
+CREATE FUNCTION pg_idgen_segment_allocate(tag text, min_len bigint) RETURNS TABLE (
+	max_id bigint,
+	len bigint
+)
+STRICT VOLATILE SECURITY DEFINER
+SET search_path TO pg_catalog, pg_temp
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'pg_idgen_segment_allocate_wrapper';
+COMMENT ON FUNCTION pg_idgen_segment_allocate(text, bigint) IS
+    'Segment authority: allocates the next range of a tag for another server''s pg_idgen worker (called over libpq).';
+REVOKE EXECUTE ON FUNCTION pg_idgen_segment_allocate(text, bigint) FROM PUBLIC;
+
+CREATE FUNCTION segment_authority_status() RETURNS TABLE (
+	authority text,
+	reachable bool,
+	succeeded_at timestamp with time zone,
+	failures_in_a_row bigint,
+	failures bigint,
+	last_error text
+)
+STRICT VOLATILE PARALLEL SAFE
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'segment_authority_status_wrapper';
+COMMENT ON FUNCTION segment_authority_status() IS
+    'Whether the segment authority (pg_idgen.segment_authority) answers this server''s worker (no row without one).';
 
 ------------------------------------------------------------------------------------------------
 -- The node registry: in the database that pg_idgen.node_registry names, one row per node id

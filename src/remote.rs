@@ -9,7 +9,11 @@
 //! its answer may still arrive.
 
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
+use std::sync::atomic::Ordering::{Acquire, Relaxed, SeqCst};
 use std::time::{Duration, Instant};
+
+pub use crate::shmem::RemoteStatus;
+use crate::shmem::REMOTE_MESSAGE_BYTES;
 
 /// The longest one wait on the socket lasts before the caller's `stop` is asked again.
 const POLL_SLICE: Duration = Duration::from_millis(100);
@@ -101,6 +105,57 @@ impl std::fmt::Display for RemoteError {
     }
 }
 
+impl RemoteStatus {
+    /// Records a call that succeeded.
+    pub fn succeeded(&self) {
+        self.failures_in_a_row.store(0, Relaxed);
+        self.succeeded_at_us.store(crate::clock::wall_unix_micros(), Relaxed);
+        self.set_message("");
+    }
+
+    /// Records a call that failed; returns how many failed in a row.
+    pub fn failed(&self, message: &str) -> u64 {
+        self.failures.fetch_add(1, Relaxed);
+        self.set_message(message);
+        self.failures_in_a_row.fetch_add(1, Relaxed) + 1
+    }
+
+    /// Whether the last call succeeded (and one ever did).
+    pub fn reachable(&self) -> bool {
+        self.failures_in_a_row.load(Relaxed) == 0 && self.succeeded_at_us.load(Relaxed) != 0
+    }
+
+    /// The last failure's message ("" when the last call succeeded).
+    pub fn last_message(&self) -> String {
+        loop {
+            let version = self.message_version.load(Acquire);
+            if version % 2 == 1 {
+                std::hint::spin_loop();
+                continue;
+            }
+            let len = (self.message_len.load(Relaxed) as usize).min(REMOTE_MESSAGE_BYTES);
+            let bytes: Vec<u8> = self.message[..len].iter().map(|b| b.load(Relaxed)).collect();
+            if self.message_version.load(Acquire) == version {
+                return String::from_utf8_lossy(&bytes).into_owned();
+            }
+        }
+    }
+
+    fn set_message(&self, message: &str) {
+        let mut end = message.len().min(REMOTE_MESSAGE_BYTES);
+        while !message.is_char_boundary(end) {
+            end -= 1;
+        }
+        let bytes = &message.as_bytes()[..end];
+        self.message_version.fetch_add(1, SeqCst);
+        for (cell, &byte) in self.message.iter().zip(bytes) {
+            cell.store(byte, Relaxed);
+        }
+        self.message_len.store(bytes.len() as u32, Relaxed);
+        self.message_version.fetch_add(1, SeqCst);
+    }
+}
+
 /// A row of text values (NULL: None).
 pub type Row = Vec<Option<String>>;
 
@@ -169,18 +224,32 @@ impl Drop for Connection {
 
 impl Connection {
     /// Connects to `conninfo` by `deadline`. `application_name` and the read-write target are
-    /// defaults the connection string may override. `stop` is asked between waits.
-    pub fn open(conninfo: &str, application_name: &str, deadline: Instant, stop: &dyn Fn() -> bool) -> Result<Connection, RemoteError> {
+    /// defaults the connection string may override; `client_encoding`, when given, is not (text
+    /// is sent in that encoding). `stop` is asked between waits.
+    pub fn open(
+        conninfo: &str,
+        application_name: &str,
+        client_encoding: Option<&str>,
+        deadline: Instant,
+        stop: &dyn Fn() -> bool,
+    ) -> Result<Connection, RemoteError> {
         let unreachable = |m: String| RemoteError::Unreachable(m);
         let values = [
             CString::new(application_name).unwrap_or_default(),
             CString::new("read-write").unwrap_or_default(),
             CString::new(conninfo).map_err(|_| unreachable("the connection string contains a zero byte".into()))?,
+            CString::new(client_encoding.unwrap_or("auto")).unwrap_or_default(),
         ];
         // Why this order: later keywords override earlier ones, and the connection string is
-        // expanded in place of dbname; so what it says wins over these defaults.
-        let keywords = [c"fallback_application_name".as_ptr(), c"target_session_attrs".as_ptr(), c"dbname".as_ptr(), std::ptr::null()];
-        let value_ptrs = [values[0].as_ptr(), values[1].as_ptr(), values[2].as_ptr(), std::ptr::null()];
+        // expanded in place of dbname; so what it says wins over the defaults before it.
+        let mut keywords = vec![c"fallback_application_name".as_ptr(), c"target_session_attrs".as_ptr(), c"dbname".as_ptr()];
+        let mut value_ptrs = vec![values[0].as_ptr(), values[1].as_ptr(), values[2].as_ptr()];
+        if client_encoding.is_some() {
+            keywords.push(c"client_encoding".as_ptr());
+            value_ptrs.push(values[3].as_ptr());
+        }
+        keywords.push(std::ptr::null());
+        value_ptrs.push(std::ptr::null());
         // SAFETY: null-terminated arrays of C strings that outlive the call.
         let conn = unsafe { PQconnectStartParams(keywords.as_ptr(), value_ptrs.as_ptr(), 1) };
         if conn.is_null() {
@@ -213,9 +282,12 @@ impl Connection {
 
     /// Runs one statement with text parameters and returns its rows, by `deadline`. A statement
     /// that does not finish in time leaves the connection unusable: drop it.
-    pub fn query(&self, sql: &str, params: &[&str], deadline: Instant, stop: &dyn Fn() -> bool) -> Result<Vec<Row>, RemoteError> {
+    pub fn query(&self, sql: &str, params: &[&[u8]], deadline: Instant, stop: &dyn Fn() -> bool) -> Result<Vec<Row>, RemoteError> {
         let sql = CString::new(sql).map_err(|_| RemoteError::Unreachable("a statement contains a zero byte".into()))?;
-        let params: Vec<CString> = params.iter().map(|p| CString::new(*p).unwrap_or_default()).collect();
+        let params: Vec<CString> = params
+            .iter()
+            .map(|p| CString::new(*p).map_err(|_| RemoteError::Unreachable("a parameter contains a zero byte".into())))
+            .collect::<Result<_, _>>()?;
         let pointers: Vec<*const c_char> = params.iter().map(|p| p.as_ptr()).collect();
         // SAFETY: the statement and the parameters outlive the call; types are left to the
         // server (the statement casts them), all in text format.
@@ -324,6 +396,42 @@ impl Connection {
     fn error_message(&self) -> String {
         // SAFETY: libpq keeps the message with the connection.
         unsafe { text_of(PQerrorMessage(self.conn)) }.trim_end().to_string()
+    }
+}
+
+/// Pins what a pg_idgen session at another server relies on, above what that server's role or
+/// database settings say: its commits are durable before they are answered (`on`: a synchronous
+/// standby there has them too), its statements run with no planted search path, and a lock or a
+/// slow statement fails in time instead of holding the worker.
+pub fn pin_session(connection: &Connection, timeout_ms: u64, deadline: Instant, stop: &dyn Fn() -> bool) -> Result<(), RemoteError> {
+    let timeout = timeout_ms.to_string();
+    connection.query(
+        "SELECT pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', false),
+                pg_catalog.set_config('synchronous_commit', 'on', false),
+                pg_catalog.set_config('default_transaction_read_only', 'off', false),
+                pg_catalog.set_config('statement_timeout', $1, false),
+                pg_catalog.set_config('lock_timeout', $1, false)",
+        &[timeout.as_bytes()],
+        deadline,
+        stop,
+    )?;
+    Ok(())
+}
+
+/// The schema of extension pg_idgen at the other server, quoted for a statement. Why looked up
+/// on every call: the schema may be renamed, the extension dropped and created again.
+pub fn extension_schema(connection: &Connection, deadline: Instant, stop: &dyn Fn() -> bool) -> Result<String, RemoteError> {
+    let rows = connection.query(
+        "SELECT n.nspname FROM pg_catalog.pg_extension e JOIN pg_catalog.pg_namespace n
+             ON n.oid OPERATOR(pg_catalog.=) e.extnamespace
+          WHERE e.extname OPERATOR(pg_catalog.=) 'pg_idgen'",
+        &[],
+        deadline,
+        stop,
+    )?;
+    match rows.first().and_then(|row| row[0].clone()) {
+        Some(schema) => Ok(format!("\"{}\"", schema.replace('"', "\"\""))),
+        None => Err(RemoteError::Refused { sqlstate: "42704".into(), message: "extension pg_idgen is not installed in that database".into() }),
     }
 }
 

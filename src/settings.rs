@@ -32,6 +32,7 @@ static LAYOUT: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(
 static CLOCK_STEP_POLICY: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(Some(c"keep_generating"));
 static DATABASE: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(Some(c"postgres"));
 static NODE_REGISTRY: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(Some(c""));
+static SEGMENT_AUTHORITY: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(Some(c""));
 static TIME_BITS: GucSetting<i32> = GucSetting::<i32>::new(FROM_PRESET);
 static NODE_BITS: GucSetting<i32> = GucSetting::<i32>::new(FROM_PRESET);
 static SEQUENCE_BITS: GucSetting<i32> = GucSetting::<i32>::new(FROM_PRESET);
@@ -233,7 +234,7 @@ struct StringSetting {
     check: fn(&str) -> Result<(), String>,
 }
 
-const STRING_SETTINGS: [StringSetting; 6] = [
+const STRING_SETTINGS: [StringSetting; 7] = [
     StringSetting {
         name: c"pg_idgen.node_id",
         setting: &NODE_ID,
@@ -274,6 +275,13 @@ const STRING_SETTINGS: [StringSetting; 6] = [
         setting: &NODE_REGISTRY,
         short: c"libpq connection string of the database that leases node ids to servers (empty = none).",
         // Why superuser only: like primary_conninfo, it may hold a password.
+        flags: GucFlags::SUPERUSER_ONLY,
+        check: crate::remote::check_conninfo,
+    },
+    StringSetting {
+        name: c"pg_idgen.segment_authority",
+        setting: &SEGMENT_AUTHORITY,
+        short: c"libpq connection string of the database whose tag table serves segment ranges to many servers (empty = the local pg_idgen.database).",
         flags: GucFlags::SUPERUSER_ONLY,
         check: crate::remote::check_conninfo,
     },
@@ -340,6 +348,10 @@ pub struct SegmentConfig {
     pub max_step: u64,
     pub fast_range_ms: u64,
     pub slow_range_ms: u64,
+    /// The segment authority's libpq connection string, when ranges come from another server.
+    pub authority: Option<String>,
+    /// The longest one call to it may take.
+    pub remote_timeout_ms: u64,
 }
 
 static CONFIG: OnceLock<Config> = OnceLock::new();
@@ -432,7 +444,7 @@ fn define_string_settings(context: impl Fn() -> GucContext) {
     macro_rules! hooks {
         ($($i:literal)*) => { [$(Some(check_string::<$i> as unsafe extern "C-unwind" fn(*mut *mut c_char, *mut *mut c_void, pg_sys::GucSource::Type) -> bool)),*] };
     }
-    let hooks = hooks!(0 1 2 3 4 5);
+    let hooks = hooks!(0 1 2 3 4 5 6);
     for (s, hook) in STRING_SETTINGS.iter().zip(hooks) {
         // SAFETY: as above.
         unsafe { GucRegistry::define_string_guc_with_hooks(s.name, s.short, c"", s.setting, context(), s.flags, hook, None, None) };
@@ -671,6 +683,8 @@ fn load(level: PgLogLevel) -> Config {
         max_step: int(&SEGMENT_MAX_STEP),
         fast_range_ms: int(&SEGMENT_FAST_RANGE),
         slow_range_ms: int(&SEGMENT_SLOW_RANGE),
+        authority: Some(string_value(&SEGMENT_AUTHORITY, "")).filter(|a| !a.is_empty()),
+        remote_timeout_ms: int(&REMOTE_TIMEOUT),
     };
     if segments.slow_range_ms < segments.fast_range_ms {
         invalid(

@@ -66,21 +66,31 @@ pub struct LeaseState {
     pub deadline_boot_us: AtomicI64,
     /// When it was last renewed or taken, Unix µs.
     pub renewed_at_us: AtomicI64,
-    /// Remote calls that failed in a row, and in all.
-    pub failures_in_a_row: AtomicU64,
-    pub failures: AtomicU64,
     /// The lease worker's process id while it runs.
     pub worker_pid: AtomicI32,
     /// Its latch while it runs: a call that finds no lease wakes it.
     pub worker_latch: AtomicPtr<pg_sys::Latch>,
-    /// The last remote error, as text (`message_version` odd while it is written).
-    pub message_version: AtomicU32,
-    pub message_len: AtomicU32,
-    pub message: [AtomicU8; LEASE_MESSAGE_BYTES],
+    /// How its calls to the registry went.
+    pub registry: RemoteStatus,
 }
 
-/// The longest remote error the lease state keeps.
-pub const LEASE_MESSAGE_BYTES: usize = 480;
+/// How a worker's calls to another server went (see `remote::RemoteStatus`'s methods). Written by
+/// that worker only.
+#[repr(C)]
+pub struct RemoteStatus {
+    /// Calls that failed in a row, and in all.
+    pub failures_in_a_row: AtomicU64,
+    pub failures: AtomicU64,
+    /// When a call last succeeded, Unix µs (0: never).
+    pub succeeded_at_us: AtomicI64,
+    /// The last error, as text (`message_version` odd while it is written).
+    pub message_version: AtomicU32,
+    pub message_len: AtomicU32,
+    pub message: [AtomicU8; REMOTE_MESSAGE_BYTES],
+}
+
+/// The longest remote error kept.
+pub const REMOTE_MESSAGE_BYTES: usize = 480;
 
 /// The high-water marks as every process sees them (see `mark`).
 #[repr(C)]
@@ -156,6 +166,8 @@ pub struct SharedState {
     pub segment_loaded: pg_sys::ConditionVariable,
     /// The node id lease (with pg_idgen.node_registry).
     pub lease: LeaseState,
+    /// The segment worker's calls to the segment authority (with pg_idgen.segment_authority).
+    pub segment_authority: RemoteStatus,
 }
 
 impl SharedState {

@@ -19,7 +19,10 @@ fn snowflake_next() -> i64 {
     shmem::shared();
     let config = settings::config();
     let generator = Generator::of(&SNOWFLAKE, config);
-    let ((stamp, _), node_id) = node::with_node_id(config, "snowflake_next()", || generator.take("snowflake_next()"));
+    let (stamp, node_id) = match node::fixed_node_id(config) {
+        Some(node_id) => (generator.take("snowflake_next()").0, node_id),
+        None => node::with_leased_node_id(config, "snowflake_next()", || generator.take("snowflake_next()").0),
+    };
     id_of_stamp(&config.layout, stamp, node_id)
 }
 
@@ -42,7 +45,11 @@ fn snowflake_next_range(n: i64) -> SetOfIterator<'static, i64> {
             None,
         )
     }
-    let ((first, _), node_id) = node::with_node_id(config, "snowflake_next_range()", || generator.take_block("snowflake_next_range()", n as u64));
+    let take = || generator.take_block("snowflake_next_range()", n as u64).0;
+    let (first, node_id) = match node::fixed_node_id(config) {
+        Some(node_id) => (take(), node_id),
+        None => node::with_leased_node_id(config, "snowflake_next_range()", take),
+    };
     let layout = config.layout;
     SetOfIterator::new((first..first + n as u64).map(move |stamp| id_of_stamp(&layout, stamp, node_id)))
 }

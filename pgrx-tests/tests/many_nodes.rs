@@ -103,18 +103,23 @@ fn signal(pids: &[String], signal: &str) {
 /// Claim: three servers that lease from one registry hold three different node ids, and a table
 /// hash-partitioned over them with postgres_fdw (each server holds one shard and reaches the
 /// others' as foreign partitions), written concurrently through every server with `DEFAULT
-/// snowflake_next()`, has no duplicate id over all its rows; each server's rows carry its node id.
+/// snowflake_next()` and `DEFAULT segment_next('orders')` from one segment authority (the
+/// registry's server), has no duplicate id and no duplicate number over all its rows; each
+/// server's rows carry its node id.
 #[test]
 fn three_servers_lease_their_own_node_ids_and_share_a_sharded_table_without_duplicates() {
     let registry = registry("nodes-registry");
-    let servers: Vec<Cluster> = (0..3).map(|i| leasing(&format!("nodes-shard{i}"), &registry, "2s", &[])).collect();
+    registry.connect().batch_execute("SELECT segment_create('orders', 1, 500)").unwrap();
+    let authority = format!("pg_idgen.segment_authority = '{}'", conninfo(&registry));
+    let servers: Vec<Cluster> = (0..3).map(|i| leasing(&format!("nodes-shard{i}"), &registry, "2s", &[&authority])).collect();
     let node_ids: Vec<i32> = servers.iter().map(leased_node_id).collect();
     assert_eq!(node_ids.iter().collect::<HashSet<_>>().len(), 3, "three different node ids: {node_ids:?}");
 
     for (i, server) in servers.iter().enumerate() {
         let mut sql = format!(
             "CREATE EXTENSION postgres_fdw;
-             CREATE TABLE orders (id bigint NOT NULL DEFAULT snowflake_next(), server int, n int) PARTITION BY HASH (id);
+             CREATE TABLE orders (id bigint NOT NULL DEFAULT snowflake_next(), number bigint NOT NULL DEFAULT segment_next('orders'),
+                                  server int, n int) PARTITION BY HASH (id);
              CREATE TABLE shard{i} PARTITION OF orders (PRIMARY KEY (id)) FOR VALUES WITH (MODULUS 3, REMAINDER {i});"
         );
         for (j, other) in servers.iter().enumerate().filter(|(j, _)| *j != i) {
@@ -148,8 +153,15 @@ fn three_servers_lease_their_own_node_ids_and_share_a_sharded_table_without_dupl
 
     let expected = 3 * (CLIENTS_PER_SERVER * BATCHES * ROWS) as i64;
     let mut db = servers[0].connect();
-    let row = db.query_one("SELECT count(*), count(DISTINCT id) FROM orders", &[]).unwrap();
-    assert_eq!((row.get::<_, i64>(0), row.get::<_, i64>(1)), (expected, expected), "every row, no duplicate id");
+    let row = db.query_one("SELECT count(*), count(DISTINCT id), count(DISTINCT number) FROM orders", &[]).unwrap();
+    assert_eq!(
+        (row.get::<_, i64>(0), row.get::<_, i64>(1), row.get::<_, i64>(2)),
+        (expected, expected, expected),
+        "every row, no duplicate id, no duplicate segment number"
+    );
+    let max_number: i64 = db.query_one("SELECT max(number) FROM orders", &[]).unwrap().get(0);
+    let max_id: i64 = registry.connect().query_one("SELECT max_id FROM segment_tag WHERE tag = 'orders'", &[]).unwrap().get(0);
+    assert!(max_number <= max_id, "every number comes from a range the authority allocated");
     for (i, node_id) in node_ids.iter().enumerate() {
         let nodes: Vec<i32> = db
             .query("SELECT DISTINCT (id_decode(id)).node_id FROM orders WHERE server = $1", &[&(i as i32)])
@@ -398,4 +410,86 @@ fn two_writers_replicate_into_a_third_without_duplicates() {
         assert!(Instant::now() < deadline, "{count} of {expected} rows arrived within 60 s:\n{}", subscriber.log());
         thread::sleep(Duration::from_millis(200));
     }
+}
+
+/// A client that inserts rows with `DEFAULT segment_next(…)` in a loop until told to stop, and
+/// counts the statements that failed.
+fn segment_writer(cluster: &Cluster, stop: std::sync::Arc<std::sync::atomic::AtomicBool>) -> thread::JoinHandle<Vec<String>> {
+    let mut db = cluster.connect();
+    thread::spawn(move || {
+        let mut errors = Vec::new();
+        while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+            if let Err(error) = db.execute("INSERT INTO got (client) SELECT 1 FROM generate_series(1, 100)", &[]) {
+                errors.push(format!("{error:?}"));
+            }
+            thread::sleep(Duration::from_millis(20));
+        }
+        errors
+    })
+}
+
+/// Claim: two servers that take segment ranges from one authority draw from one number space:
+/// 4 clients writing `DEFAULT segment_next('orders')` on both never get the same number, also while
+/// the authority is stopped for 3 s mid-load (no error: the cached ranges last) and after it
+/// returns. A tag whose cache runs out while the authority is down fails with 08006 naming the
+/// authority, `segment_authority_status()` says it is unreachable, and calls recover by
+/// themselves once it is back. A tag the authority does not have is 42704, naming it.
+#[test]
+fn servers_share_one_segment_number_space_and_outlast_an_authority_outage() {
+    let authority = started_cluster("authority", &[]);
+    // A step that lasts the outage, as Leaf sizes segments for minutes of peak use; and one that does not.
+    authority.connect().batch_execute("SELECT segment_create('orders', 1, 200000); SELECT segment_create('small', 1, 10)").unwrap();
+    let setting = format!("pg_idgen.segment_authority = '{}'", conninfo(&authority));
+    let settings = [setting.as_str(), "pg_idgen.segment_wait_timeout = '2s'", "pg_idgen.remote_timeout = '1s'"];
+    let servers: Vec<Cluster> = (0..2).map(|i| started_cluster(&format!("authority-server{i}"), &settings)).collect();
+    for server in &servers {
+        server.connect().batch_execute("CREATE TABLE got (n bigint NOT NULL DEFAULT segment_next('orders'), client int)").unwrap();
+    }
+    let mut db = servers[0].connect();
+    let error = db.query_one("SELECT segment_next('nope')", &[]).expect_err("the authority has no such tag");
+    assert_eq!(sqlstate(&error), "42704", "{error:?}");
+    assert!(error.as_db_error().unwrap().detail().unwrap_or_default().contains(&format!("port={}", authority.port)), "{error:?}");
+    db.query_one("SELECT segment_next('small')", &[]).unwrap();
+
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writers: Vec<_> = servers.iter().flat_map(|s| [segment_writer(s, stop.clone()), segment_writer(s, stop.clone())]).collect();
+    thread::sleep(Duration::from_secs(2));
+    authority.stop();
+    thread::sleep(Duration::from_secs(3));
+
+    // The small tag's cache runs out meanwhile: a clear error that names the authority.
+    let error = loop {
+        match db.query_one("SELECT segment_next('small')", &[]) {
+            Ok(_) => continue,
+            Err(error) => break error,
+        }
+    };
+    assert_eq!(sqlstate(&error), "08006", "{error:?}");
+    assert!(error.as_db_error().unwrap().message().contains(&format!("segment authority (dbname=postgres host={} port={})", authority.socket_dir(), authority.port)), "{error:?}");
+    let reachable: bool = db.query_one("SELECT reachable FROM segment_authority_status()", &[]).unwrap().get(0);
+    assert!(!reachable, "the status says the authority is unreachable");
+
+    authority.start();
+    let back = Instant::now();
+    while db.query_one("SELECT segment_next('small')", &[]).is_err() {
+        assert!(back.elapsed() < Duration::from_secs(15), "no number 15 s after the authority came back");
+        thread::sleep(Duration::from_millis(100));
+    }
+    thread::sleep(Duration::from_secs(2));
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let errors: Vec<String> = writers.into_iter().flat_map(|w| w.join().unwrap()).collect();
+    assert!(errors.is_empty(), "{} statements failed while the cached ranges lasted: {:?}", errors.len(), &errors[..errors.len().min(3)]);
+
+    let mut numbers = HashSet::new();
+    let mut total = 0;
+    for server in &servers {
+        for row in server.connect().query("SELECT n FROM got", &[]).unwrap() {
+            numbers.insert(row.get::<_, i64>(0));
+            total += 1;
+        }
+    }
+    assert!(total > 20_000, "the load ran ({total} rows)");
+    assert_eq!(numbers.len(), total, "no number twice over both servers");
+    let reachable: bool = db.query_one("SELECT reachable FROM segment_authority_status()", &[]).unwrap().get(0);
+    assert!(reachable);
 }

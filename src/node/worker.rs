@@ -19,7 +19,7 @@ use crate::engine::Generator;
 use crate::families::SNOWFLAKE;
 use crate::remote::{self, Connection, RemoteError};
 use crate::settings::{self, Config, LeaseConfig};
-use crate::shmem::{self, SharedState, LEASE_MESSAGE_BYTES};
+use crate::shmem::{self, SharedState};
 
 /// How soon a failed call is tried again.
 const RETRY_AFTER: Duration = Duration::from_secs(1);
@@ -127,7 +127,7 @@ impl LeaseWorker {
         }
         match self.call() {
             Ok(again) => {
-                lease.failures_in_a_row.store(0, Relaxed);
+                lease.registry.succeeded();
                 self.next_call_us = if again { 0 } else { boot_micros() + self.lease.ttl_ms as i64 * 1000 / 3 };
             }
             Err(RemoteError::Stopped) => {}
@@ -172,15 +172,22 @@ impl LeaseWorker {
         }
         let deadline = Instant::now() + Duration::from_micros(timeout_us as u64);
         let stop = || BackgroundWorker::sigterm_received();
-        let schema = self.registry_schema(deadline, &stop)?;
-        let connection = self.connection.as_ref().expect("opened by registry_schema");
+        if self.connection.is_none() {
+            let connection = Connection::open(&self.lease.registry, "pg_idgen lease", None, deadline, &stop)?;
+            remote::pin_session(&connection, self.lease.remote_timeout_ms, deadline, &stop)?;
+            self.connection = Some(connection);
+        }
+        let connection = self.connection.as_ref().expect("opened above");
+        let schema = remote::extension_schema(connection, deadline, &stop)?;
         let (ttl, margin, before) = (self.lease.ttl_ms.to_string(), self.lease.margin_ms.to_string(), ids_before_us.to_string());
         match held {
             Some(node_id) => {
                 let sql = format!(
                     "SELECT {schema}.pg_idgen_node_lease_renew($1::pg_catalog.text, $2::pg_catalog.int4, $3::pg_catalog.int4, $4::pg_catalog.int4, $5::pg_catalog.int8)"
                 );
-                let rows = connection.query(&sql, &[&self.holder, &node_id.to_string(), &ttl, &margin, &before], deadline, &stop)?;
+                let node = node_id.to_string();
+                let params = [&self.holder, &node, &ttl, &margin, &before].map(|p| p.as_bytes());
+                let rows = connection.query(&sql, &params, deadline, &stop)?;
                 if rows.first().and_then(|row| row[0].as_deref()) == Some("t") {
                     self.publish(node_id, sent_us, ids_before_us, false);
                     Ok(false)
@@ -195,7 +202,7 @@ impl LeaseWorker {
                     "SELECT node_id, previous_ids_before_us FROM {schema}.pg_idgen_node_lease_take($1::pg_catalog.text, $2::pg_catalog.text, $3::pg_catalog.text, NULLIF($4::pg_catalog.text, '')::pg_catalog.int4, $5::pg_catalog.int4, $6::pg_catalog.int4, $7::pg_catalog.int4, $8::pg_catalog.int8)"
                 );
                 let max_node_id = self.config.layout.max_node_id().min(i32::MAX as u64).to_string();
-                let params = [self.holder.as_str(), &self.holder_name, &self.layout, &wanted, &max_node_id, &ttl, &margin, &before];
+                let params = [&self.holder, &self.holder_name, &self.layout, &wanted, &max_node_id, &ttl, &margin, &before].map(|p| p.as_bytes());
                 let rows = connection.query(&sql, &params, deadline, &stop)?;
                 let parsed = rows.first().and_then(|row| {
                     Some((row[0].as_deref()?.parse::<u32>().ok()?, row[1].as_deref()?.parse::<i64>().ok()?))
@@ -219,42 +226,6 @@ impl LeaseWorker {
         }
     }
 
-    /// The registry's connection, opened and set up when there is none, and the schema of
-    /// pg_idgen there, quoted. Why looked up on every call: the schema may be renamed, the
-    /// extension dropped and created again.
-    fn registry_schema(&mut self, deadline: Instant, stop: &dyn Fn() -> bool) -> Result<String, RemoteError> {
-        if self.connection.is_none() {
-            let connection = Connection::open(&self.lease.registry, "pg_idgen lease", deadline, stop)?;
-            // Why these: the registry's commit must be durable before the lease is used (on, so
-            // a synchronous standby of the registry has it too); its statements run with no
-            // planted search path; a locked table makes the call fail in time, not hang.
-            let timeout = self.lease.remote_timeout_ms.to_string();
-            connection.query(
-                "SELECT pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', false),
-                        pg_catalog.set_config('synchronous_commit', 'on', false),
-                        pg_catalog.set_config('default_transaction_read_only', 'off', false),
-                        pg_catalog.set_config('statement_timeout', $1, false),
-                        pg_catalog.set_config('lock_timeout', $1, false)",
-                &[&timeout],
-                deadline,
-                stop,
-            )?;
-            self.connection = Some(connection);
-        }
-        let rows = self.connection.as_ref().expect("just opened").query(
-            "SELECT n.nspname FROM pg_catalog.pg_extension e JOIN pg_catalog.pg_namespace n
-                 ON n.oid OPERATOR(pg_catalog.=) e.extnamespace
-              WHERE e.extname OPERATOR(pg_catalog.=) 'pg_idgen'",
-            &[],
-            deadline,
-            stop,
-        )?;
-        match rows.first().and_then(|row| row[0].clone()) {
-            Some(schema) => Ok(format!("\"{}\"", schema.replace('"', "\"\""))),
-            None => Err(RemoteError::Refused { sqlstate: "42704".into(), message: "extension pg_idgen is not installed in the registry database".into() }),
-        }
-    }
-
     /// Makes a lease taken or renewed at `sent_us` the one calls use: the floor (done by the
     /// caller), then the cap, then the lease word.
     fn publish(&self, node_id: u32, sent_us: i64, ids_before_us: i64, taken: bool) {
@@ -274,7 +245,6 @@ impl LeaseWorker {
                 self.lease.ttl_ms
             );
         }
-        self.set_message("");
     }
 
     /// Takes the node id away from calls (the lease word first, then the cap).
@@ -290,34 +260,14 @@ impl LeaseWorker {
     /// Records a failed call; the registry's refusal of a lease not held yet is the phase too.
     fn fail(&self, error: &RemoteError) {
         let lease = &self.state.lease;
-        lease.failures.fetch_add(1, Relaxed);
-        let in_a_row = lease.failures_in_a_row.fetch_add(1, Relaxed) + 1;
         if matches!(error, RemoteError::Refused { .. }) && node_of(lease.word.load(SeqCst)).is_none() {
             lease.phase.store(Phase::Refused as u32, SeqCst);
         }
         let message = error.to_string();
-        self.set_message(&message);
+        let in_a_row = lease.registry.failed(&message);
         if in_a_row == 1 || in_a_row % 30 == 0 {
             warning!("pg_idgen lease worker: the node registry ({}) failed ({in_a_row} in a row): {message}", self.registry);
         }
-    }
-
-    fn set_message(&self, message: &str) {
-        let lease = &self.state.lease;
-        let mut bytes = message.as_bytes();
-        if bytes.len() > LEASE_MESSAGE_BYTES {
-            let mut end = LEASE_MESSAGE_BYTES;
-            while !message.is_char_boundary(end) {
-                end -= 1;
-            }
-            bytes = &bytes[..end];
-        }
-        lease.message_version.fetch_add(1, SeqCst);
-        for (cell, &byte) in lease.message.iter().zip(bytes) {
-            cell.store(byte, Relaxed);
-        }
-        lease.message_len.store(bytes.len() as u32, Relaxed);
-        lease.message_version.fetch_add(1, SeqCst);
     }
 }
 

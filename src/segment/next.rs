@@ -179,10 +179,16 @@ pub(super) fn wait_for_range(slot: &Slot, tag: &[u8], version: u64, generation: 
         )
     };
     if dropped {
-        unknown_tag(
-            tag,
-            "The worker does not find it in the tag table: it was dropped, or it was created in a transaction that has not committed yet.",
-        );
+        match &settings::config().segments.authority {
+            Some(authority) => unknown_tag(
+                tag,
+                &format!("The segment authority ({}) has no such tag: create it there.", crate::remote::describe_conninfo(authority)),
+            ),
+            None => unknown_tag(
+                tag,
+                "The worker does not find it in the tag table: it was dropped, or it was created in a transaction that has not committed yet.",
+            ),
+        }
     }
     if at_end {
         exhausted(tag);
@@ -199,6 +205,22 @@ fn no_range_in_time(state: &shmem::SharedState, tag: &[u8]) -> ! {
             format!("segment tag \"{tag}\" has no numbers left in shared memory, and the pg_idgen worker is not running"),
             Some(format!("The call waited pg_idgen.segment_wait_timeout ({timeout_ms} ms) for the worker to load a range.")),
             Some("The worker restarts by itself within a second after an error; the server log says why it stopped."),
+        )
+    }
+    if let Some(authority) = &settings::config().segments.authority {
+        let status = &state.segment_authority;
+        let last_error = status.last_message();
+        errors::raise(
+            if status.reachable() { PgSqlErrorCode::ERRCODE_LOCK_NOT_AVAILABLE } else { PgSqlErrorCode::ERRCODE_CONNECTION_FAILURE },
+            format!(
+                "segment tag \"{tag}\" has no numbers left in shared memory, and the segment authority ({}) gave no range in time",
+                crate::remote::describe_conninfo(authority)
+            ),
+            Some(format!(
+                "The call waited pg_idgen.segment_wait_timeout ({timeout_ms} ms). {}",
+                if last_error.is_empty() { "The authority's last call did not fail.".to_string() } else { format!("The last call failed: {last_error}") }
+            )),
+            Some("Calls succeed again as soon as the authority answers; segment_authority_status() shows its state."),
         )
     }
     errors::raise(
@@ -246,7 +268,8 @@ pub(super) fn require_worker_database() {
 /// Finds or takes the slot of a tag that exists in the tag table; an unknown tag takes none.
 #[cold]
 fn register(tag: &[u8], deadline_ms: i64) -> (usize, u64) {
-    if !table::tag_exists(tag, deadline_ms) {
+    // With a segment authority the tags are there: the worker's first allocation finds out.
+    if settings::config().segments.authority.is_none() && !table::tag_exists(tag, deadline_ms) {
         unknown_tag(tag, "It is not in the tag table.");
     }
     let database = unsafe { pg_sys::MyDatabaseId };

@@ -112,6 +112,14 @@ pub fn publish(need: &Need, outcome: &Outcome) -> bool {
     }
 }
 
+/// Ends every slot's pause after failed allocations: the source answers again (a segment
+/// authority that was unreachable), so no tag should wait out a pause that counted on it not.
+pub fn retry_now() {
+    for slot in slots() {
+        slot.retry_at_ms.store(0, Ordering::Relaxed);
+    }
+}
+
 /// Failed allocations in a row of a slot (for the worker's log line).
 pub fn failures(index: usize) -> u32 {
     slots()[index].failures.load(Ordering::Relaxed)

@@ -1,10 +1,15 @@
 //! Where ranges come from. The worker asks a `RangeSource` for each range a slot needs and
-//! publishes the outcome; the hot path only ever reads the slots, so a source other than the
-//! local tag table (another server's, say) plugs in here without touching it.
+//! publishes the outcome; the hot path only ever reads the slots. Two sources: the local tag
+//! table (`LocalTable`), and the segment authority, another server's tag table reached over
+//! libpq (`Authority`), which many servers share.
+
+use std::time::{Duration, Instant};
 
 use pgrx::bgworkers::BackgroundWorker;
 use pgrx::pg_sys;
 use pgrx::prelude::*;
+
+use crate::remote::{self, Connection, RemoteError};
 
 use super::ranges::{Need, Outcome};
 use super::table;
@@ -50,27 +55,9 @@ fn allocate_in_transaction(need: &Need) -> Outcome {
         let Some(table) = table::tag_table_oid() else {
             return Outcome::NoTag; // the extension is gone from this database
         };
-        // Every object qualified; the range is clamped at bigint's end, where it ends empty.
-        // ONLY: no table inheriting from it may take part (only its owner could attach one).
-        const ALLOCATE: &str = "UPDATE ONLY {table} AS t
-                SET max_id = t.max_id OPERATOR(pg_catalog.+) r.len, updated_at = pg_catalog.now()
-               FROM (SELECT s.tag,
-                            LEAST(GREATEST($2, s.step::pg_catalog.int8),
-                                  9223372036854775807::pg_catalog.int8 OPERATOR(pg_catalog.-) s.max_id) AS len
-                       FROM ONLY {table} AS s
-                      WHERE s.tag OPERATOR(pg_catalog.=) $1
-                        FOR UPDATE NOWAIT) AS r
-              WHERE t.tag OPERATOR(pg_catalog.=) r.tag
-          RETURNING t.max_id, r.len";
-        let args = [table::text_arg(&need.tag), (need.step as i64).into()];
-        let row = table::run_on_tag_table(table, ALLOCATE, |sql| {
-            table::as_allocation(|| Spi::get_two_with_args::<i64, i64>(sql, &args))
-        });
-        match row {
+        match allocate_row(table, &need.tag, need.step as i64) {
             Err(message) => Outcome::Failed(message),
-            Ok(Ok((Some(_), Some(0)))) => Outcome::Exhausted,
-            Ok(Ok((Some(max_id), Some(len)))) => Outcome::Range(max_id - len + 1, len as u64),
-            Ok(_) => Outcome::NoTag,
+            Ok(row) => outcome_of(row),
         }
     });
     if let Outcome::Range(..) = outcome {
@@ -80,4 +67,139 @@ fn allocate_in_transaction(need: &Need) -> Outcome {
         unsafe { pg_sys::XLogFlush(pg_sys::XactLastCommitEnd) };
     }
     outcome
+}
+
+/// What an allocation's row means: `(last number, length)`, None when the tag has no row.
+fn outcome_of(row: Option<(i64, i64)>) -> Outcome {
+    match row {
+        Some((_, 0)) => Outcome::Exhausted,
+        Some((max_id, len)) => Outcome::Range(max_id - len + 1, len as u64),
+        None => Outcome::NoTag,
+    }
+}
+
+/// Moves `tag`'s `max_id` past a new range of at least `step` numbers (0: the tag's own step), in
+/// the caller's transaction, and returns the range's last number and length (0 at bigint's end);
+/// None when the tag has no row.
+fn allocate_row(table: pg_sys::Oid, tag: &[u8], step: i64) -> Result<Option<(i64, i64)>, String> {
+    // Every object qualified; the range is clamped at bigint's end, where it ends empty.
+    // ONLY: no table inheriting from it may take part (only its owner could attach one).
+    const ALLOCATE: &str = "UPDATE ONLY {table} AS t
+            SET max_id = t.max_id OPERATOR(pg_catalog.+) r.len, updated_at = pg_catalog.now()
+           FROM (SELECT s.tag,
+                        LEAST(GREATEST($2, s.step::pg_catalog.int8),
+                              9223372036854775807::pg_catalog.int8 OPERATOR(pg_catalog.-) s.max_id) AS len
+                   FROM ONLY {table} AS s
+                  WHERE s.tag OPERATOR(pg_catalog.=) $1
+                    FOR UPDATE NOWAIT) AS r
+          WHERE t.tag OPERATOR(pg_catalog.=) r.tag
+      RETURNING t.max_id, r.len";
+    let args = [table::text_arg(tag), step.into()];
+    let row = table::run_on_tag_table(table, ALLOCATE, |sql| table::as_allocation(|| Spi::get_two_with_args::<i64, i64>(sql, &args)))?;
+    Ok(match row {
+        Ok((Some(max_id), Some(len))) => Some((max_id, len)),
+        _ => None,
+    })
+}
+
+#[pg_extern(volatile, security_definer)]
+#[search_path(pg_catalog, pg_temp)]
+/// At the segment authority: the next range of `tag`, for a server's pg_idgen worker, which calls
+/// it over libpq as a statement of its own (the range is its once that statement committed).
+/// No row when the tag does not exist; `len` 0 at bigint's end.
+fn pg_idgen_segment_allocate(
+    tag: table::TextBytes,
+    min_len: i64,
+) -> TableIterator<'static, (name!(max_id, i64), name!(len, i64))> {
+    table::check_tag_name(tag.0);
+    let Some(table) = table::tag_table_oid() else {
+        crate::errors::raise(PgSqlErrorCode::ERRCODE_UNDEFINED_OBJECT, "the segment tag table is missing".into(), None, None)
+    };
+    match allocate_row(table, tag.0, min_len.max(0)) {
+        Ok(row) => TableIterator::new(row.into_iter()),
+        Err(message) => crate::errors::raise(PgSqlErrorCode::ERRCODE_INTERNAL_ERROR, message, None, None),
+    }
+}
+
+pgrx::extension_sql!(
+    r#"
+COMMENT ON FUNCTION pg_idgen_segment_allocate(text, bigint) IS
+    'Segment authority: allocates the next range of a tag for another server''s pg_idgen worker (called over libpq).';
+-- Only the role the other servers' workers connect as (GRANT EXECUTE to it).
+REVOKE EXECUTE ON FUNCTION pg_idgen_segment_allocate(text, bigint) FROM PUBLIC;
+"#,
+    name = "segment_allocate",
+    requires = [pg_idgen_segment_allocate]
+);
+
+/// The segment authority (`pg_idgen.segment_authority`): each range is one committed statement
+/// there, `pg_idgen_segment_allocate()`, with `synchronous_commit = on` for the session, so the
+/// range is durable at the authority before it is published here. Nothing local is open while
+/// it waits, and every step has a deadline (`pg_idgen.remote_timeout`).
+pub struct Authority {
+    conninfo: String,
+    described: String,
+    timeout: Duration,
+    connection: Option<Connection>,
+    /// The local database's encoding: tags are sent as they are stored here.
+    encoding: String,
+}
+
+impl Authority {
+    pub fn new(conninfo: &str, timeout_ms: u64) -> Authority {
+        // SAFETY: the name of this database's encoding, a static C string.
+        let encoding = unsafe { std::ffi::CStr::from_ptr(pg_sys::GetDatabaseEncodingName()) }.to_string_lossy().into_owned();
+        Authority {
+            conninfo: conninfo.to_string(),
+            described: remote::describe_conninfo(conninfo),
+            timeout: Duration::from_millis(timeout_ms),
+            connection: None,
+            encoding,
+        }
+    }
+
+    fn call(&mut self, need: &Need) -> Result<Outcome, RemoteError> {
+        let deadline = Instant::now() + self.timeout;
+        let stop = || BackgroundWorker::sigterm_received();
+        if self.connection.is_none() {
+            let connection = Connection::open(&self.conninfo, "pg_idgen worker", Some(&self.encoding), deadline, &stop)?;
+            remote::pin_session(&connection, self.timeout.as_millis() as u64, deadline, &stop)?;
+            self.connection = Some(connection);
+        }
+        let connection = self.connection.as_ref().expect("opened above");
+        let schema = remote::extension_schema(connection, deadline, &stop)?;
+        let sql = format!("SELECT max_id, len FROM {schema}.pg_idgen_segment_allocate($1::pg_catalog.text, $2::pg_catalog.int8)");
+        let rows = connection.query(&sql, &[&need.tag, need.step.to_string().as_bytes()], deadline, &stop)?;
+        let number = |row: &remote::Row, i: usize| row[i].as_deref().and_then(|v| v.parse::<i64>().ok());
+        match rows.first() {
+            None => Ok(Outcome::NoTag),
+            Some(row) => match (number(row, 0), number(row, 1)) {
+                (Some(max_id), Some(len)) => Ok(outcome_of(Some((max_id, len)))),
+                _ => Err(RemoteError::Refused { sqlstate: "XX000".into(), message: "the authority's answer is not a range".into() }),
+            },
+        }
+    }
+}
+
+impl RangeSource for Authority {
+    fn allocate(&mut self, need: &Need) -> Outcome {
+        let status = &crate::shmem::shared().segment_authority;
+        match self.call(need) {
+            Ok(outcome) => {
+                if status.failures_in_a_row.load(std::sync::atomic::Ordering::Relaxed) > 0 {
+                    super::ranges::retry_now();
+                }
+                status.succeeded();
+                outcome
+            }
+            Err(error) => {
+                if !matches!(error, RemoteError::Refused { .. }) {
+                    self.connection = None;
+                }
+                let message = format!("the segment authority ({}): {error}", self.described);
+                status.failed(&message);
+                Outcome::Failed(message)
+            }
+        }
+    }
 }

@@ -77,3 +77,43 @@ GRANT EXECUTE ON FUNCTION segment_status() TO pg_monitor;
     name = "segment_status",
     requires = [segment_status]
 );
+
+#[pg_extern(volatile, parallel_safe)]
+/// Where the segment authority stands for this server: one row, or none without
+/// `pg_idgen.segment_authority`.
+fn segment_authority_status() -> TableIterator<
+    'static,
+    (
+        name!(authority, String),
+        name!(reachable, bool),
+        name!(succeeded_at, Option<pgrx::datum::TimestampWithTimeZone>),
+        name!(failures_in_a_row, i64),
+        name!(failures, i64),
+        name!(last_error, Option<String>),
+    ),
+> {
+    let state = shmem::shared();
+    let Some(authority) = &crate::settings::config().segments.authority else {
+        return TableIterator::new(Vec::new());
+    };
+    let status = &state.segment_authority;
+    let succeeded_at_us = status.succeeded_at_us.load(Ordering::Relaxed);
+    let message = status.last_message();
+    TableIterator::new(vec![(
+        crate::remote::describe_conninfo(authority),
+        status.reachable(),
+        (succeeded_at_us != 0).then(|| clock::unix_micros_to_timestamptz(succeeded_at_us)),
+        status.failures_in_a_row.load(Ordering::Relaxed) as i64,
+        status.failures.load(Ordering::Relaxed) as i64,
+        (!message.is_empty()).then_some(message),
+    )])
+}
+
+pgrx::extension_sql!(
+    r#"
+COMMENT ON FUNCTION segment_authority_status() IS
+    'Whether the segment authority (pg_idgen.segment_authority) answers this server''s worker (no row without one).';
+"#,
+    name = "segment_authority_status_comment",
+    requires = [segment_authority_status]
+);

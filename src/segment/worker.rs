@@ -22,7 +22,7 @@ use pgrx::pg_sys;
 use pgrx::prelude::*;
 
 use super::ranges::{self, Outcome};
-use super::source::{LocalTable, RangeSource};
+use super::source::{Authority, LocalTable, RangeSource};
 use super::table;
 use crate::{settings, shmem};
 
@@ -100,9 +100,21 @@ pub extern "C-unwind" fn pg_idgen_worker_main(_arg: pg_sys::Datum) {
         state.worker_latch.store(&raw mut (*pg_sys::MyProc).procLatch, Ordering::Release);
         pg_sys::before_shmem_exit(Some(clear_worker_latch), pg_sys::Datum::from(0));
     }
-    log!("pg_idgen worker started; it allocates segment ranges in database \"{database}\"");
+    let segments = &settings::config().segments;
+    let mut source: Box<dyn RangeSource> = match &segments.authority {
+        Some(authority) => {
+            log!(
+                "pg_idgen worker started; it takes segment ranges for database \"{database}\" from the segment authority ({})",
+                crate::remote::describe_conninfo(authority)
+            );
+            Box::new(Authority::new(authority, segments.remote_timeout_ms))
+        }
+        None => {
+            log!("pg_idgen worker started; it allocates segment ranges in database \"{database}\"");
+            Box::new(LocalTable)
+        }
+    };
     let mut sampled_second = 0;
-    let mut source = LocalTable;
     loop {
         for need in ranges::needs(database_oid) {
             let outcome = source.allocate(&need);

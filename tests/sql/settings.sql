@@ -28,6 +28,7 @@ ALTER SYSTEM SET pg_idgen.nodeid = 3;
 -- The node registry's connection string is checked by libpq's parser; the lease by its bounds.
 ALTER SYSTEM SET pg_idgen.node_registry = 'host=registry nonsense';
 ALTER SYSTEM SET pg_idgen.node_registry = 'hots=registry';
+ALTER SYSTEM SET pg_idgen.segment_authority = 'host=''unterminated';
 ALTER SYSTEM SET pg_idgen.node_lease_ttl = '1s';
 ALTER SYSTEM SET pg_idgen.remote_timeout = '100ms';
 -- The epoch is read as the server reads it at start (ISO, year first, UTC), whatever the session says.
@@ -53,3 +54,5 @@ RESET ROLE;
 DROP ROLE settings_reader;
 -- Without a registry, no lease: node_lease_status() has no row.
 SELECT count(*) FROM node_lease_status();
+-- Without an authority, segments are local: segment_authority_status() has no row.
+SELECT count(*) FROM segment_authority_status();
