@@ -210,7 +210,11 @@ impl Generator {
                     continue;
                 }
                 if block_end >= cell.cap.load(Ordering::Acquire) {
-                    crate::node::lease_does_not_cover(state);
+                    waited_us += crate::node::wait_for_renewal(state, waited_us);
+                    last = cell.last.load(Ordering::Relaxed);
+                    limit = cell.limit.load(Ordering::Acquire);
+                    now_us = Self::now_us(state, config);
+                    continue;
                 }
                 waited_us += self.wait_for_mark(state, config, waited_us);
                 last = cell.last.load(Ordering::Relaxed);

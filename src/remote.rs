@@ -135,7 +135,8 @@ impl RemoteStatus {
             }
             let len = (self.message_len.load(Relaxed) as usize).min(REMOTE_MESSAGE_BYTES);
             let bytes: Vec<u8> = self.message[..len].iter().map(|b| b.load(Relaxed)).collect();
-            if self.message_version.load(Acquire) == version {
+            std::sync::atomic::fence(Acquire);
+            if self.message_version.load(Relaxed) == version {
                 return String::from_utf8_lossy(&bytes).into_owned();
             }
         }
@@ -256,6 +257,8 @@ impl Connection {
             return Err(unreachable("out of memory".into()));
         }
         let connection = Connection { conn };
+        // libpq: behave as if PQconnectPoll had first answered "writing".
+        connection.wait(libc::POLLOUT, deadline, stop, "connecting")?;
         loop {
             // SAFETY: a connection being opened.
             let status = unsafe { PQconnectPoll(conn) };

@@ -66,6 +66,13 @@ pub struct LeaseState {
     pub deadline_boot_us: AtomicI64,
     /// When it was last renewed or taken, Unix µs.
     pub renewed_at_us: AtomicI64,
+    /// The largest `ids_before_us` the registry confirmed (a renewal refuses a row below it).
+    pub committed_us: AtomicI64,
+    /// The node id this data directory's ids were made with before a registry was set (from the
+    /// mark), -1 when none: the first lease prefers it.
+    pub previous_node_id: AtomicI64,
+    /// Set by a call that reached the lease's cap before its end: renew now.
+    pub renew_wanted: AtomicBool,
     /// The lease worker's process id while it runs.
     pub worker_pid: AtomicI32,
     /// Its latch while it runs: a call that finds no lease wakes it.

@@ -302,7 +302,8 @@ fn a_frozen_servers_node_id_goes_to_another_only_after_its_lease_and_margin() {
 }
 
 /// Claim: two servers configured with the same fixed node id: the first holds it, the second
-/// refuses to make snowflake ids (55000) and says which server holds it. A standby promoted while
+/// refuses to make snowflake ids (55000) and says which server holds it; the first, restarted,
+/// takes it back. A standby promoted while
 /// its primary runs takes a node id lease of its own and makes no id with its primary's node id;
 /// with a fixed node id its primary holds, the promoted standby refuses instead.
 #[test]
@@ -319,7 +320,14 @@ fn a_duplicate_fixed_node_id_and_a_promoted_standby_never_share_a_node_id() {
     assert_eq!(row.get::<_, String>(0), "refused");
     let last_error: String = row.get(1);
     assert!(last_error.contains(&format!("node id 7 is held by")) && last_error.contains(&format!("port {}", first.port)), "{last_error}");
-    first.connect().query_one("SELECT snowflake_next()", &[]).expect("the first server makes ids");
+    let before: i64 = first.connect().query_one("SELECT snowflake_next()", &[]).expect("the first server makes ids").get(0);
+    // Restarted, the first server takes its own node id back (its earlier start's row, once that
+    // lease has ended), and goes on above its earlier ids.
+    first.stop();
+    first.start();
+    assert_eq!(leased_node_id(&first), 7);
+    let after: i64 = first.connect().query_one("SELECT snowflake_next()", &[]).unwrap().get(0);
+    assert!(after > before, "{after} > {before}");
 
     // A leased primary and its standby.
     let primary = leasing("fixed-primary", &registry, "2s", &[]);

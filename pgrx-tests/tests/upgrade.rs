@@ -63,7 +63,9 @@ fn extension_catalog(db: &mut Client) -> Vec<String> {
          SELECT 'table comment ' || coalesce(obj_description(m.objid, 'pg_class'), '')
            FROM members AS m WHERE m.classid = 'pg_class'::regclass
          UNION ALL
-         SELECT 'dumped ' || coalesce(e.extconfig::regclass[]::text, '') FROM pg_extension AS e WHERE e.extname = 'pg_idgen'
+         -- Sorted: the order of the tables does not matter, and install and update differ in it.
+         SELECT 'dumped ' || coalesce((SELECT string_agg(c::regclass::text, ',' ORDER BY c::regclass::text) FROM unnest(e.extconfig) AS c), '')
+           FROM pg_extension AS e WHERE e.extname = 'pg_idgen'
          ORDER BY 1",
         &[],
     )

@@ -82,6 +82,10 @@ pub fn restore_at_start(state: &SharedState) {
     if let (Some(old), true) = (record.layout, record.snowflake_made) {
         check_layout_change(config, &old, record.marks_us[SNOWFLAKE]);
     }
+    if let (Some(node_id), true, Some(_)) = (record.node_id, record.snowflake_made, &config.lease) {
+        // Moving to a node registry: the first lease prefers the node id the ids were made with.
+        state.lease.previous_node_id.store(node_id as i64, Relaxed);
+    }
     if record.node_id != config.node_id {
         log!(
             "pg_idgen: node id changed from {} to {} since the last high-water mark",

@@ -17,8 +17,9 @@
 //! (its floor), so the two sets of ids cannot meet, whatever the two clocks say.
 //!
 //! Timing adds the behaviour users see: the lease ends, on this server's clock, the lease's
-//! length after the renewal was sent; the cap (on the generator clock, which counts the same
-//! monotonic time) stops the ids then, and the worker takes the node id away from calls too. The
+//! length after the renewal was sent (on CLOCK_BOOTTIME, which also counts a suspended
+//! machine's sleep); the cap (on the generator clock: CLOCK_MONOTONIC plus an offset) stops the
+//! ids about then, and the worker takes the node id away from calls at the deadline too. The
 //! registry lets another server take the id only once `reusable_at` (its expiry plus this
 //! server's `pg_idgen.node_lease_margin`) has passed on the registry's clock; the margin covers
 //! the two clocks running at different rates over one lease.
@@ -89,6 +90,7 @@ pub fn init(state: &SharedState, config: &Config) {
         let leased = generator.family.index == SNOWFLAKE.index && config.lease.is_some();
         generator.cell(state).cap.store(if leased { 0 } else { Stamp::MAX }, Relaxed);
     }
+    state.lease.previous_node_id.store(-1, Relaxed);
     for (half, bytes) in state.lease.holder.iter().zip([crate::random::os_bytes::<8>(), crate::random::os_bytes::<8>()]) {
         half.store(u64::from_le_bytes(bytes), Relaxed);
     }
@@ -160,10 +162,24 @@ fn wait_for_lease(config: &Config, function: &str) {
     }
 }
 
-/// Raised when a snowflake stamp would pass the lease's cap: the lease could have run out.
+/// Called when a snowflake stamp would pass the lease's cap. While the lease lasts (a block or
+/// borrowed ids reached its end early), asks the worker to renew now and sleeps a moment;
+/// returns the µs waited. Raises once the lease could have run out, or the call waited
+/// `pg_idgen.max_clock_wait` in all.
 #[cold]
-pub fn lease_does_not_cover(state: &SharedState) -> ! {
-    no_lease(state)
+pub fn wait_for_renewal(state: &SharedState, waited_us: i64) -> i64 {
+    let lease = &state.lease;
+    let held = Phase::from_u32(lease.phase.load(Relaxed)) == Phase::Held && node_of(lease.word.load(Acquire)).is_some();
+    if !held || boot_micros() >= lease.deadline_boot_us.load(Relaxed) || waited_us > settings::config().max_clock_wait_ms as i64 * 1000 {
+        no_lease(state);
+    }
+    lease.renew_wanted.store(true, Relaxed);
+    state.wake_lease_worker();
+    let started = Instant::now();
+    // SAFETY: a plain sleep; interrupts are checked right after.
+    unsafe { pgrx::pg_sys::pg_usleep(1_000) };
+    pgrx::check_for_interrupts!();
+    started.elapsed().as_micros() as i64
 }
 
 #[cold]

@@ -105,7 +105,11 @@ impl LeaseWorker {
             connection: None,
             holder,
             holder_name: holder_name(),
-            layout: config.layout.describe(crate::clock::format_unix_micros),
+            // Numbers only: the text must not depend on the worker's time zone or date style.
+            layout: format!(
+                "{}/{}/{} bits, {} ms ticks from Unix time {} µs",
+                config.layout.time_bits, config.layout.node_bits, config.layout.sequence_bits, config.layout.unit_ms, config.layout.epoch_us
+            ),
             next_call_us: 0,
         }
     }
@@ -121,6 +125,10 @@ impl LeaseWorker {
                     self.lease.ttl_ms
                 ));
             }
+        }
+        // A call that reached the cap while the lease lasts asks for a renewal now.
+        if lease.renew_wanted.swap(false, SeqCst) {
+            self.next_call_us = self.next_call_us.min(now_us);
         }
         if now_us < self.next_call_us {
             return;
@@ -183,40 +191,56 @@ impl LeaseWorker {
         match held {
             Some(node_id) => {
                 let sql = format!(
-                    "SELECT {schema}.pg_idgen_node_lease_renew($1::pg_catalog.text, $2::pg_catalog.int4, $3::pg_catalog.int4, $4::pg_catalog.int4, $5::pg_catalog.int8)"
+                    "SELECT {schema}.pg_idgen_node_lease_renew($1::pg_catalog.text, $2::pg_catalog.int4, $3::pg_catalog.int4, $4::pg_catalog.int4, $5::pg_catalog.int8, $6::pg_catalog.int8)"
                 );
                 let node = node_id.to_string();
-                let params = [&self.holder, &node, &ttl, &margin, &before].map(|p| p.as_bytes());
+                // What the registry confirmed last: if its row is below, it lost commits.
+                let committed = lease.committed_us.load(SeqCst).to_string();
+                let params = [&self.holder, &node, &ttl, &margin, &before, &committed].map(|p| p.as_bytes());
                 let rows = connection.query(&sql, &params, deadline, &stop)?;
                 if rows.first().and_then(|row| row[0].as_deref()) == Some("t") {
                     self.publish(node_id, sent_us, ids_before_us, false);
                     Ok(false)
                 } else {
-                    self.lapse(&format!("pg_idgen: node id {node_id} is leased to another server now; snowflake ids stop until this server holds another"));
+                    self.lapse(&format!(
+                        "pg_idgen: the node registry no longer gives node id {node_id} to this server (another server holds it, or the registry lost the lease); snowflake ids stop until this server holds a lease again"
+                    ));
                     Ok(true)
                 }
             }
             None => {
-                let wanted = self.config.node_id.map(|n| n.to_string()).unwrap_or_default();
+                // The configured node id; else, once, the one this data directory made ids with
+                // before (moving to a registry), preferred but not insisted on.
+                let previous = lease.previous_node_id.load(SeqCst);
+                let (wanted, prefer) = match self.config.node_id {
+                    Some(n) => (Some(n), false),
+                    None => ((previous >= 0).then_some(previous as u32), true),
+                };
                 let sql = format!(
-                    "SELECT node_id, previous_ids_before_us FROM {schema}.pg_idgen_node_lease_take($1::pg_catalog.text, $2::pg_catalog.text, $3::pg_catalog.text, NULLIF($4::pg_catalog.text, '')::pg_catalog.int4, $5::pg_catalog.int4, $6::pg_catalog.int4, $7::pg_catalog.int4, $8::pg_catalog.int8)"
+                    "SELECT node_id, floor_us FROM {schema}.pg_idgen_node_lease_take($1::pg_catalog.text, $2::pg_catalog.text, $3::pg_catalog.text, NULLIF($4::pg_catalog.text, '')::pg_catalog.int4, $5::pg_catalog.int4, $6::pg_catalog.int4, $7::pg_catalog.int4, $8::pg_catalog.int8, $9::pg_catalog.bool)"
                 );
-                let max_node_id = self.config.layout.max_node_id().min(i32::MAX as u64).to_string();
-                let params = [&self.holder, &self.holder_name, &self.layout, &wanted, &max_node_id, &ttl, &margin, &before].map(|p| p.as_bytes());
+                let max_node_id = self.config.layout.max_node_id().min(i32::MAX as u64 - 1);
+                let wanted_text = wanted.map(|n| n.to_string()).unwrap_or_default();
+                let (max_text, prefer_text) = (max_node_id.to_string(), prefer.to_string());
+                let params =
+                    [&self.holder, &self.holder_name, &self.layout, &wanted_text, &max_text, &ttl, &margin, &before, &prefer_text].map(|p| p.as_bytes());
                 let rows = connection.query(&sql, &params, deadline, &stop)?;
                 let parsed = rows.first().and_then(|row| {
                     Some((row[0].as_deref()?.parse::<u32>().ok()?, row[1].as_deref()?.parse::<i64>().ok()?))
                 });
-                let Some((node_id, previous_us)) = parsed else {
-                    return Err(RemoteError::Refused { sqlstate: "XX000".into(), message: "the registry's answer is not a node id".into() });
+                let Some((node_id, floor_us)) = parsed.filter(|&(n, _)| n as u64 <= max_node_id && (prefer || wanted.is_none() || wanted == Some(n)))
+                else {
+                    return Err(RemoteError::Refused { sqlstate: "XX000".into(), message: "the registry's answer is not a node id this server may use".into() });
                 };
-                if previous_us > 0 {
+                lease.previous_node_id.store(-1, SeqCst);
+                let floor = self.generator.shape.first_stamp_from(floor_us);
+                if floor_us > 0 && self.generator.cell(self.state).floor.load(SeqCst) < floor {
                     // Above every id an earlier holder made (see the module comment of `node`).
                     // Why not published yet: an earlier holder's clock may have been ahead, and
                     // this lease's end, reckoned before the floor was known, need not be above
-                    // it. The next call takes the same id again (the registry gives a holder its
-                    // own row, with no floor), reckoning the end from the floor.
-                    self.generator.raise_floor(self.state, self.generator.shape.first_stamp_from(previous_us));
+                    // it. The next call takes the same id again (the registry keeps the floor of
+                    // a holder's row), reckoning the end from the floor.
+                    self.generator.raise_floor(self.state, floor);
                     self.state.wake_clock_worker();
                     return Ok(true);
                 }
@@ -231,6 +255,7 @@ impl LeaseWorker {
     fn publish(&self, node_id: u32, sent_us: i64, ids_before_us: i64, taken: bool) {
         let lease = &self.state.lease;
         self.generator.set_cap(self.state, self.generator.shape.first_stamp_from(ids_before_us));
+        lease.committed_us.fetch_max(ids_before_us, SeqCst);
         lease.deadline_boot_us.store(sent_us + self.lease.ttl_ms as i64 * 1000, SeqCst);
         lease.renewed_at_us.store(crate::clock::wall_unix_micros(), Relaxed);
         let word = lease.word.load(SeqCst);
@@ -260,7 +285,10 @@ impl LeaseWorker {
     /// Records a failed call; the registry's refusal of a lease not held yet is the phase too.
     fn fail(&self, error: &RemoteError) {
         let lease = &self.state.lease;
-        if matches!(error, RemoteError::Refused { .. }) && node_of(lease.word.load(SeqCst)).is_none() {
+        // Only a refusal that will not pass by itself soon makes calls give up at once: the id
+        // is another server's, none is free, the layout differs. A lock or a timeout does not.
+        let refusal = matches!(error, RemoteError::Refused { sqlstate, .. } if ["55006", "53400", "22023"].contains(&sqlstate.as_str()));
+        if refusal && node_of(lease.word.load(SeqCst)).is_none() {
             lease.phase.store(Phase::Refused as u32, SeqCst);
         }
         let message = error.to_string();
