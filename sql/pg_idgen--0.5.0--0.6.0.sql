@@ -22,6 +22,8 @@ LANGUAGE c
 AS 'MODULE_PATHNAME', 'node_lease_status_wrapper';
 COMMENT ON FUNCTION node_lease_status() IS
     'Where this server''s node id lease from pg_idgen.node_registry stands (no row without a registry).';
+REVOKE EXECUTE ON FUNCTION node_lease_status() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION node_lease_status() TO pg_monitor;
 
 CREATE FUNCTION pg_idgen_segment_allocate(tag text, min_len bigint) RETURNS TABLE (
 	max_id bigint,
@@ -48,6 +50,8 @@ LANGUAGE c
 AS 'MODULE_PATHNAME', 'segment_authority_status_wrapper';
 COMMENT ON FUNCTION segment_authority_status() IS
     'Whether the segment authority (pg_idgen.segment_authority) answers this server''s worker (no row without one).';
+REVOKE EXECUTE ON FUNCTION segment_authority_status() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION segment_authority_status() TO pg_monitor;
 
 ------------------------------------------------------------------------------------------------
 -- The node registry: in the database that pg_idgen.node_registry names, one row per node id
@@ -85,14 +89,26 @@ CREATE FUNCTION pg_idgen_node_lease_take(
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    t text := pg_catalog.format('%I.node_lease',
-        (SELECT n.nspname FROM pg_catalog.pg_extension e JOIN pg_catalog.pg_namespace n
-             ON n.oid OPERATOR(pg_catalog.=) e.extnamespace
-          WHERE e.extname OPERATOR(pg_catalog.=) 'pg_idgen'));
+    -- The table, named through the extension's schema, whose owner must be trusted: the name is
+    -- parsed again by each statement below, and the owner of the schema could otherwise rename
+    -- it away in between and plant a look-alike (src/remote.rs, extension_schema).
+    t text := (SELECT pg_catalog.format('%I.node_lease', n.nspname)
+                 FROM pg_catalog.pg_extension e JOIN pg_catalog.pg_namespace n
+                   ON n.oid OPERATOR(pg_catalog.=) e.extnamespace
+                WHERE e.extname OPERATOR(pg_catalog.=) 'pg_idgen'
+                  AND (n.nspowner OPERATOR(pg_catalog.=) e.extowner OR COALESCE(
+                       (SELECT r.rolsuper FROM pg_catalog.pg_roles r
+                         WHERE r.oid OPERATOR(pg_catalog.=) CASE
+                             WHEN n.nspowner OPERATOR(pg_catalog.=) 'pg_database_owner'::pg_catalog.regrole
+                             THEN (SELECT d.datdba FROM pg_catalog.pg_database d WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database())
+                             ELSE n.nspowner END), false)));
     other record;
     chosen int;
     longest interval;
 BEGIN
+    IF t IS NULL THEN
+        RAISE EXCEPTION USING ERRCODE = '42501', MESSAGE = 'pg_idgen''s schema in the node registry is owned by a role that is neither a superuser nor the extension''s owner';
+    END IF;
     IF holder IS NULL OR holder_name IS NULL OR layout IS NULL OR max_node_id IS NULL OR ttl_ms IS NULL
        OR margin_ms IS NULL OR ids_before_us IS NULL OR prefer IS NULL THEN
         RAISE EXCEPTION USING ERRCODE = '22004', MESSAGE = 'pg_idgen_node_lease_take(): only the wanted node id may be NULL';
@@ -104,13 +120,14 @@ BEGIN
     -- The commit must be durable before the lease is used, whatever the session or a pooler says.
     PERFORM pg_catalog.set_config('synchronous_commit', 'on', true);
     -- A registry that just started may have come back from a backup or an older standby: a lease
-    -- it lost would look free. No id is handed to a server that does not hold it already until a
-    -- lease and its margin have passed since the start.
+    -- it lost would look free. Until the longest lease and its margin have passed since the
+    -- start, a server gets only the row it holds already, and nothing else.
     EXECUTE pg_catalog.format('SELECT pg_catalog.max(l.reusable_at OPERATOR(pg_catalog.-) l.renewed_at) FROM %s l', t) INTO longest;
     IF pg_catalog.clock_timestamp() OPERATOR(pg_catalog.<) (pg_catalog.pg_postmaster_start_time() OPERATOR(pg_catalog.+)
            GREATEST(longest, pg_catalog.make_interval(secs => (ttl_ms OPERATOR(pg_catalog.+) margin_ms) OPERATOR(pg_catalog./) 1000.0))) THEN
-        EXECUTE pg_catalog.format('SELECT l.node_id FROM %s l WHERE l.holder OPERATOR(pg_catalog.=) $1', t) INTO chosen USING holder;
-        IF chosen IS NULL THEN
+        EXECUTE pg_catalog.format('SELECT l.node_id FROM %s l WHERE l.holder OPERATOR(pg_catalog.=) $1 ORDER BY l.node_id LIMIT 1', t)
+            INTO chosen USING holder;
+        IF chosen IS NULL OR (NOT prefer AND chosen OPERATOR(pg_catalog.<>) COALESCE(wanted, chosen)) THEN
             RAISE EXCEPTION USING ERRCODE = '57P03',
                 MESSAGE = 'the node registry started less than a lease and its margin ago',
                 DETAIL = 'It may have lost leases (a restore, a failover to a standby that was behind); it hands out node ids once every such lease has run out.';
@@ -125,7 +142,7 @@ BEGIN
             MESSAGE = pg_catalog.format('the node registry leases node ids for snowflake layout %s, not %s', other.layout, layout),
             HINT = 'Every server that leases node ids from one registry must use the same layout and epoch.';
     END IF;
-    EXECUTE pg_catalog.format('SELECT l.node_id FROM %s l WHERE l.holder OPERATOR(pg_catalog.=) $1', t)
+    EXECUTE pg_catalog.format('SELECT l.node_id FROM %s l WHERE l.holder OPERATOR(pg_catalog.=) $1 ORDER BY l.node_id LIMIT 1', t)
         INTO chosen USING holder;
     IF chosen IS NOT NULL AND wanted IS NOT NULL AND chosen OPERATOR(pg_catalog.<>) wanted THEN
         chosen := NULL;
@@ -159,7 +176,8 @@ BEGIN
             'SELECT g FROM (SELECT 0 AS g WHERE NOT EXISTS (SELECT FROM %1$s l WHERE l.node_id OPERATOR(pg_catalog.=) 0)
                             UNION ALL
                             SELECT l.node_id OPERATOR(pg_catalog.+) 1 FROM %1$s l
-                             WHERE NOT EXISTS (SELECT FROM %1$s m WHERE m.node_id OPERATOR(pg_catalog.=) (l.node_id OPERATOR(pg_catalog.+) 1))) AS free
+                             WHERE l.node_id OPERATOR(pg_catalog.<) $1
+                               AND NOT EXISTS (SELECT FROM %1$s m WHERE m.node_id OPERATOR(pg_catalog.=) (l.node_id OPERATOR(pg_catalog.+) 1))) AS free
               WHERE g OPERATOR(pg_catalog.<=) $1 ORDER BY g LIMIT 1', t)
             INTO chosen USING max_node_id;
     END IF;
@@ -189,6 +207,12 @@ BEGIN
              renewed_at = EXCLUDED.renewed_at
          RETURNING l.floor_us', t)
         INTO floor_us USING chosen, holder, holder_name, layout, wanted IS NOT NULL AND NOT prefer, ttl_ms, margin_ms, ids_before_us;
+    -- One row per holder: another it took (an answer lost after a commit) is free again; its
+    -- ids_before_us stays, and becomes the next holder's floor.
+    EXECUTE pg_catalog.format(
+        'UPDATE %s AS l SET expires_at = pg_catalog.clock_timestamp(), reusable_at = pg_catalog.clock_timestamp()
+          WHERE l.holder OPERATOR(pg_catalog.=) $1 AND l.node_id OPERATOR(pg_catalog.<>) $2', t)
+        USING holder, chosen;
     node_id := chosen;
 END
 $$;
@@ -202,12 +226,24 @@ RETURNS boolean
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    t text := pg_catalog.format('%I.node_lease',
-        (SELECT n.nspname FROM pg_catalog.pg_extension e JOIN pg_catalog.pg_namespace n
-             ON n.oid OPERATOR(pg_catalog.=) e.extnamespace
-          WHERE e.extname OPERATOR(pg_catalog.=) 'pg_idgen'));
+    -- The table, named through the extension's schema, whose owner must be trusted: the name is
+    -- parsed again by each statement below, and the owner of the schema could otherwise rename
+    -- it away in between and plant a look-alike (src/remote.rs, extension_schema).
+    t text := (SELECT pg_catalog.format('%I.node_lease', n.nspname)
+                 FROM pg_catalog.pg_extension e JOIN pg_catalog.pg_namespace n
+                   ON n.oid OPERATOR(pg_catalog.=) e.extnamespace
+                WHERE e.extname OPERATOR(pg_catalog.=) 'pg_idgen'
+                  AND (n.nspowner OPERATOR(pg_catalog.=) e.extowner OR COALESCE(
+                       (SELECT r.rolsuper FROM pg_catalog.pg_roles r
+                         WHERE r.oid OPERATOR(pg_catalog.=) CASE
+                             WHEN n.nspowner OPERATOR(pg_catalog.=) 'pg_database_owner'::pg_catalog.regrole
+                             THEN (SELECT d.datdba FROM pg_catalog.pg_database d WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database())
+                             ELSE n.nspowner END), false)));
     renewed boolean;
 BEGIN
+    IF t IS NULL THEN
+        RAISE EXCEPTION USING ERRCODE = '42501', MESSAGE = 'pg_idgen''s schema in the node registry is owned by a role that is neither a superuser nor the extension''s owner';
+    END IF;
     IF ttl_ms NOT BETWEEN 1000 AND 3600000 OR margin_ms NOT BETWEEN 0 AND 3600000 THEN
         RAISE EXCEPTION USING ERRCODE = '22023', MESSAGE = 'pg_idgen_node_lease_renew(): an argument is out of range';
     END IF;

@@ -113,11 +113,17 @@ impl RemoteStatus {
         self.set_message("");
     }
 
-    /// Records a call that failed; returns how many failed in a row.
-    pub fn failed(&self, message: &str) -> u64 {
+    /// Records a call that failed; returns how many failed in a row. Only a server that could
+    /// not be reached (`unreachable`) counts against `reachable()`: one that answered with an
+    /// error (a lock, a privilege) was reached.
+    pub fn failed(&self, message: &str, unreachable: bool) -> u64 {
         self.failures.fetch_add(1, Relaxed);
         self.set_message(message);
-        self.failures_in_a_row.fetch_add(1, Relaxed) + 1
+        if unreachable {
+            self.failures_in_a_row.fetch_add(1, Relaxed) + 1
+        } else {
+            self.failures_in_a_row.load(Relaxed)
+        }
     }
 
     /// Whether the last call succeeded (and one ever did).
@@ -423,18 +429,38 @@ pub fn pin_session(connection: &Connection, timeout_ms: u64, deadline: Instant, 
 
 /// The schema of extension pg_idgen at the other server, quoted for a statement. Why looked up
 /// on every call: the schema may be renamed, the extension dropped and created again.
+///
+/// Why the schema's owner must be trusted (a superuser, the extension's owner, or — for a schema
+/// owned by `pg_database_owner`, as `public` is — a database owned by a superuser): the function
+/// is then called by name in a second statement, and a schema's owner could rename it away in
+/// between and plant a function under the old name, which would run as the worker's role and
+/// could answer with numbers already handed out.
 pub fn extension_schema(connection: &Connection, deadline: Instant, stop: &dyn Fn() -> bool) -> Result<String, RemoteError> {
     let rows = connection.query(
-        "SELECT n.nspname FROM pg_catalog.pg_extension e JOIN pg_catalog.pg_namespace n
+        "SELECT n.nspname,
+                n.nspowner OPERATOR(pg_catalog.=) e.extowner OR COALESCE(
+                    (SELECT r.rolsuper FROM pg_catalog.pg_roles r
+                      WHERE r.oid OPERATOR(pg_catalog.=) CASE
+                          WHEN n.nspowner OPERATOR(pg_catalog.=) 'pg_database_owner'::pg_catalog.regrole
+                          THEN (SELECT d.datdba FROM pg_catalog.pg_database d WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database())
+                          ELSE n.nspowner END), false),
+                pg_catalog.pg_get_userbyid(n.nspowner)
+           FROM pg_catalog.pg_extension e JOIN pg_catalog.pg_namespace n
              ON n.oid OPERATOR(pg_catalog.=) e.extnamespace
           WHERE e.extname OPERATOR(pg_catalog.=) 'pg_idgen'",
         &[],
         deadline,
         stop,
     )?;
-    match rows.first().and_then(|row| row[0].clone()) {
-        Some(schema) => Ok(format!("\"{}\"", schema.replace('"', "\"\""))),
-        None => Err(RemoteError::Refused { sqlstate: "42704".into(), message: "extension pg_idgen is not installed in that database".into() }),
+    match rows.first().map(|row| (row[0].clone(), row[1].as_deref() == Some("t"), row[2].clone().unwrap_or_default())) {
+        Some((Some(schema), true, _)) => Ok(format!("\"{}\"", schema.replace('"', "\"\""))),
+        Some((Some(schema), false, owner)) => Err(RemoteError::Refused {
+            sqlstate: "42501".into(),
+            message: format!(
+                "pg_idgen's schema \"{schema}\" there is owned by \"{owner}\", who is neither a superuser nor the extension's owner; install the extension in a schema a superuser owns"
+            ),
+        }),
+        _ => Err(RemoteError::Refused { sqlstate: "42704".into(), message: "extension pg_idgen is not installed in that database".into() }),
     }
 }
 

@@ -14,17 +14,36 @@ const TTL: &str = "pg_idgen.node_lease_ttl = '3s'";
 
 /// A libpq connection string to a cluster's `postgres` database.
 fn conninfo(cluster: &Cluster) -> String {
-    format!("host={} port={} dbname=postgres user=postgres", cluster.socket_dir(), cluster.port)
+    conninfo_as(cluster, "postgres")
 }
 
-/// The registry: a server with the extension, which holds the leases.
+fn conninfo_as(cluster: &Cluster, user: &str) -> String {
+    format!("host={} port={} dbname=postgres user={user}", cluster.socket_dir(), cluster.port)
+}
+
+/// The registry: a server with the extension, which holds the leases. The servers lease as a role
+/// that may only call the two functions, as the README says.
 fn registry(name: &str) -> Cluster {
-    started_cluster(name, &[])
+    let registry = started_cluster(name, &[]);
+    registry
+        .connect()
+        .batch_execute(
+            "CREATE ROLE idgen_lease LOGIN;
+             GRANT EXECUTE ON FUNCTION pg_idgen_node_lease_take(text, text, text, int, int, int, int, bigint, boolean),
+                                       pg_idgen_node_lease_renew(text, int, int, int, bigint, bigint) TO idgen_lease",
+        )
+        .unwrap();
+    registry
+}
+
+/// How the servers reach the registry.
+fn registry_conninfo(registry: &Cluster) -> String {
+    conninfo_as(registry, "idgen_lease")
 }
 
 /// The settings of a server that leases its node id from `registry`, with a margin and more.
 fn lease_settings(registry: &Cluster, margin: &str, more: &[&str]) -> Vec<String> {
-    let mut settings = vec![format!("pg_idgen.node_registry = '{}'", conninfo(registry)), TTL.into(), format!("pg_idgen.node_lease_margin = '{margin}'")];
+    let mut settings = vec![format!("pg_idgen.node_registry = '{}'", registry_conninfo(registry)), TTL.into(), format!("pg_idgen.node_lease_margin = '{margin}'")];
     settings.extend(more.iter().map(|s| s.to_string()));
     settings
 }
@@ -335,7 +354,7 @@ fn a_duplicate_fixed_node_id_and_a_promoted_standby_never_share_a_node_id() {
     let standby = Cluster::standby_of("fixed-standby", &primary);
     standby.configure(&[
         "shared_preload_libraries = 'pg_idgen'",
-        &format!("pg_idgen.node_registry = '{}'", conninfo(&registry)),
+        &format!("pg_idgen.node_registry = '{}'", registry_conninfo(&registry)),
         TTL,
         "pg_idgen.node_lease_margin = '2s'",
     ]);
@@ -360,7 +379,7 @@ fn a_duplicate_fixed_node_id_and_a_promoted_standby_never_share_a_node_id() {
     let fixed_standby = Cluster::standby_of("fixed-first-standby", &first);
     fixed_standby.configure(&[
         "shared_preload_libraries = 'pg_idgen'",
-        &format!("pg_idgen.node_registry = '{}'", conninfo(&registry)),
+        &format!("pg_idgen.node_registry = '{}'", registry_conninfo(&registry)),
         TTL,
         "pg_idgen.node_lease_margin = '2s'",
         "pg_idgen.node_id = 7",
@@ -445,9 +464,29 @@ fn segment_writer(cluster: &Cluster, stop: std::sync::Arc<std::sync::atomic::Ato
 #[test]
 fn servers_share_one_segment_number_space_and_outlast_an_authority_outage() {
     let authority = started_cluster("authority", &[]);
-    // A step that lasts the outage, as Leaf sizes segments for minutes of peak use; and one that does not.
-    authority.connect().batch_execute("SELECT segment_create('orders', 1, 200000); SELECT segment_create('small', 1, 10)").unwrap();
-    let setting = format!("pg_idgen.segment_authority = '{}'", conninfo(&authority));
+    // A step that lasts the outage, as Leaf sizes segments for minutes of peak use; and one that
+    // does not. The servers connect as a role that may only call the allocation, as the README says.
+    authority
+        .connect()
+        .batch_execute(
+            "SELECT segment_create('orders', 1, 200000); SELECT segment_create('small', 1, 10);
+             CREATE ROLE idgen LOGIN; CREATE ROLE other LOGIN;
+             GRANT EXECUTE ON FUNCTION pg_idgen_segment_allocate(text, bigint) TO idgen",
+        )
+        .unwrap();
+    let mut other = authority.connect_as("postgres", "other");
+    let error = other.query("SELECT * FROM pg_idgen_segment_allocate('small', 0)", &[]).expect_err("not granted");
+    assert_eq!(sqlstate(&error), "42501", "{error:?}");
+    let mut granted = authority.connect_as("postgres", "idgen");
+    let error = granted.query("SELECT * FROM pg_idgen_segment_allocate('small', 9223372036854775807)", &[]).expect_err("too long");
+    assert_eq!(sqlstate(&error), "22023", "{error:?}");
+    granted.batch_execute("BEGIN").unwrap();
+    let error = granted.query("SELECT * FROM pg_idgen_segment_allocate('small', 0)", &[]).expect_err("in a transaction block");
+    assert_eq!(sqlstate(&error), "25001", "{error:?}");
+    granted.batch_execute("ROLLBACK").unwrap();
+    let error = granted.query("UPDATE segment_tag SET max_id = max_id + 1", &[]).expect_err("the role has no right on the table");
+    assert_eq!(sqlstate(&error), "42501", "{error:?}");
+    let setting = format!("pg_idgen.segment_authority = '{}'", conninfo_as(&authority, "idgen"));
     let settings = [setting.as_str(), "pg_idgen.segment_wait_timeout = '2s'", "pg_idgen.remote_timeout = '1s'"];
     let servers: Vec<Cluster> = (0..2).map(|i| started_cluster(&format!("authority-server{i}"), &settings)).collect();
     for server in &servers {
@@ -473,9 +512,13 @@ fn servers_share_one_segment_number_space_and_outlast_an_authority_outage() {
         }
     };
     assert_eq!(sqlstate(&error), "08006", "{error:?}");
-    assert!(error.as_db_error().unwrap().message().contains(&format!("segment authority (dbname=postgres host={} port={})", authority.socket_dir(), authority.port)), "{error:?}");
-    let reachable: bool = db.query_one("SELECT reachable FROM segment_authority_status()", &[]).unwrap().get(0);
-    assert!(!reachable, "the status says the authority is unreachable");
+    assert!(
+        error.as_db_error().unwrap().message().contains(&format!("segment authority (dbname=postgres host={} port={})", authority.socket_dir(), authority.port)),
+        "{error:?}"
+    );
+    let row = db.query_one("SELECT reachable, last_error FROM segment_authority_status()", &[]).unwrap();
+    assert!(!row.get::<_, bool>(0), "the status says the authority is unreachable");
+    assert!(row.get::<_, String>(1).contains("connection to server"), "{:?}", row.get::<_, String>(1));
 
     authority.start();
     let back = Instant::now();

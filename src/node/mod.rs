@@ -194,15 +194,13 @@ fn no_lease(state: &SharedState) -> ! {
         (Phase::Held | Phase::Lapsed, _) => "this server's node id lease has run out".to_string(),
         (Phase::Acquiring, _) => "this server holds no node id lease yet".to_string(),
     };
-    let last_error = state.lease.registry.last_message();
+    // Why not the last error itself: it may name users and addresses (node_lease_status() shows
+    // it to monitoring roles, and the server log has it).
     errors::raise(
         PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
         format!("cannot make snowflake ids: {message}"),
-        Some(format!(
-            "The node registry is {registry}. {}",
-            if last_error.is_empty() { "No call to it has failed.".to_string() } else { format!("Its last failure: {last_error}") }
-        )),
-        Some("Snowflake ids need a node id that no other server uses; the pg_idgen lease worker keeps trying, and calls succeed again once it holds a lease (see node_lease_status())."),
+        Some(format!("The node registry is {registry}.")),
+        Some("Snowflake ids need a node id that no other server uses; the pg_idgen lease worker keeps trying, and calls succeed again once it holds a lease (node_lease_status() and the server log say why it does not)."),
     )
 }
 
@@ -259,6 +257,9 @@ pgrx::extension_sql!(
     r#"
 COMMENT ON FUNCTION node_lease_status() IS
     'Where this server''s node id lease from pg_idgen.node_registry stands (no row without a registry).';
+-- Its last_error may name users and addresses: monitoring roles only, as segment_status().
+REVOKE EXECUTE ON FUNCTION node_lease_status() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION node_lease_status() TO pg_monitor;
 "#,
     name = "node_lease_status_comment",
     requires = [node_lease_status]

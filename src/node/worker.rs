@@ -292,7 +292,7 @@ impl LeaseWorker {
             lease.phase.store(Phase::Refused as u32, SeqCst);
         }
         let message = error.to_string();
-        let in_a_row = lease.registry.failed(&message);
+        let in_a_row = lease.registry.failed(&message, true);
         if in_a_row == 1 || in_a_row % 30 == 0 {
             warning!("pg_idgen lease worker: the node registry ({}) failed ({in_a_row} in a row): {message}", self.registry);
         }

@@ -209,7 +209,6 @@ fn no_range_in_time(state: &shmem::SharedState, tag: &[u8]) -> ! {
     }
     if let Some(authority) = &settings::config().segments.authority {
         let status = &state.segment_authority;
-        let last_error = status.last_message();
         errors::raise(
             if status.reachable() { PgSqlErrorCode::ERRCODE_LOCK_NOT_AVAILABLE } else { PgSqlErrorCode::ERRCODE_CONNECTION_FAILURE },
             format!(
@@ -217,10 +216,10 @@ fn no_range_in_time(state: &shmem::SharedState, tag: &[u8]) -> ! {
                 crate::remote::describe_conninfo(authority)
             ),
             Some(format!(
-                "The call waited pg_idgen.segment_wait_timeout ({timeout_ms} ms). {}",
-                if last_error.is_empty() { "The authority's last call did not fail.".to_string() } else { format!("The last call failed: {last_error}") }
+                "The call waited pg_idgen.segment_wait_timeout ({timeout_ms} ms); the authority {}.",
+                if status.reachable() { "answered the worker's last call" } else { "did not answer the worker's last call" }
             )),
-            Some("Calls succeed again as soon as the authority answers; segment_authority_status() shows its state."),
+            Some("Calls succeed again as soon as the authority gives a range; segment_authority_status() and the server log say why it does not."),
         )
     }
     errors::raise(

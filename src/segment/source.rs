@@ -55,7 +55,7 @@ fn allocate_in_transaction(need: &Need) -> Outcome {
         let Some(table) = table::tag_table_oid() else {
             return Outcome::NoTag; // the extension is gone from this database
         };
-        match allocate_row(table, &need.tag, need.step as i64) {
+        match allocate_row(table, &need.tag, need.step as i64, true) {
             Err(message) => Outcome::Failed(message),
             Ok(row) => outcome_of(row),
         }
@@ -80,26 +80,51 @@ fn outcome_of(row: Option<(i64, i64)>) -> Outcome {
 
 /// Moves `tag`'s `max_id` past a new range of at least `step` numbers (0: the tag's own step), in
 /// the caller's transaction, and returns the range's last number and length (0 at bigint's end);
-/// None when the tag has no row.
-fn allocate_row(table: pg_sys::Oid, tag: &[u8], step: i64) -> Result<Option<(i64, i64)>, String> {
+/// None when the tag has no row. `nowait`: a locked row fails at once (the local worker, which
+/// serves other tags meanwhile); else the lock is waited for, up to `lock_timeout` (at the
+/// authority, where servers share rows).
+fn allocate_row(table: pg_sys::Oid, tag: &[u8], step: i64, nowait: bool) -> Result<Option<(i64, i64)>, String> {
     // Every object qualified; the range is clamped at bigint's end, where it ends empty.
     // ONLY: no table inheriting from it may take part (only its owner could attach one).
     const ALLOCATE: &str = "UPDATE ONLY {table} AS t
             SET max_id = t.max_id OPERATOR(pg_catalog.+) r.len, updated_at = pg_catalog.now()
-           FROM (SELECT s.tag,
+           FROM (SELECT s.tag, s.max_id AS old_max_id,
                         LEAST(GREATEST($2, s.step::pg_catalog.int8),
                               9223372036854775807::pg_catalog.int8 OPERATOR(pg_catalog.-) s.max_id) AS len
                    FROM ONLY {table} AS s
                   WHERE s.tag OPERATOR(pg_catalog.=) $1
-                    FOR UPDATE NOWAIT) AS r
+                    FOR UPDATE {wait}) AS r
           WHERE t.tag OPERATOR(pg_catalog.=) r.tag
-      RETURNING t.max_id, r.len";
+      RETURNING t.max_id, r.len, r.old_max_id";
+    let statement = ALLOCATE.replace("{wait}", if nowait { "NOWAIT" } else { "" });
     let args = [table::text_arg(tag), step.into()];
-    let row = table::run_on_tag_table(table, ALLOCATE, |sql| table::as_allocation(|| Spi::get_two_with_args::<i64, i64>(sql, &args)))?;
-    Ok(match row {
-        Ok((Some(max_id), Some(len))) => Some((max_id, len)),
-        _ => None,
-    })
+    let row = table::run_on_tag_table(table, &statement, |sql| {
+        table::as_allocation(|| Spi::get_three_with_args::<i64, i64, i64>(sql, &args))
+    })?;
+    match row {
+        // Why check: a trigger on the table could have changed the new max_id under the update.
+        Ok((Some(max_id), Some(len), Some(old))) if old.checked_add(len) == Some(max_id) => Ok(Some((max_id, len))),
+        Ok((Some(_), Some(_), Some(_))) => Err("the tag's new max_id is not its old one plus the range: something changed it under the update".into()),
+        _ => Ok(None),
+    }
+}
+
+/// Sets a parameter until the end of the current transaction (`SET LOCAL`), as the superuser
+/// that a SECURITY DEFINER function of pg_idgen runs as.
+fn set_local(name: &std::ffi::CStr, value: &std::ffi::CStr) {
+    // SAFETY: sets a parameter for the current transaction; both are C strings.
+    unsafe {
+        pg_sys::set_config_option(
+            name.as_ptr(),
+            value.as_ptr(),
+            pg_sys::GucContext::PGC_SUSET,
+            pg_sys::GucSource::PGC_S_SESSION,
+            pg_sys::GucAction::GUC_ACTION_LOCAL,
+            true,
+            0,
+            false,
+        );
+    }
 }
 
 #[pg_extern(volatile, security_definer)]
@@ -112,10 +137,34 @@ fn pg_idgen_segment_allocate(
     min_len: i64,
 ) -> TableIterator<'static, (name!(max_id, i64), name!(len, i64))> {
     table::check_tag_name(tag.0);
+    // A range allocated in a transaction that is then rolled back could be handed out again.
+    // SAFETY: reads the state of the current transaction.
+    if unsafe { pg_sys::IsTransactionBlock() } {
+        crate::errors::raise(
+            PgSqlErrorCode::ERRCODE_ACTIVE_SQL_TRANSACTION,
+            "pg_idgen_segment_allocate() must be called as a statement of its own, outside a transaction block".into(),
+            None,
+            None,
+        );
+    }
+    if !(0..=i32::MAX as i64).contains(&min_len) {
+        crate::errors::raise(
+            PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+            format!("invalid range length {min_len}"),
+            Some(format!("A range asked for is 0 (the tag's step) to {} numbers long.", i32::MAX)),
+            None,
+        );
+    }
+    // The range is the caller's once this statement commits: durably, whatever the session (or
+    // a connection pooler between) says; only triggers the table's owner enabled ALWAYS fire (as
+    // for the local worker); a row another server is allocating from is waited for, briefly.
+    set_local(c"synchronous_commit", c"on");
+    set_local(c"session_replication_role", c"replica");
+    set_local(c"lock_timeout", c"1000");
     let Some(table) = table::tag_table_oid() else {
         crate::errors::raise(PgSqlErrorCode::ERRCODE_UNDEFINED_OBJECT, "the segment tag table is missing".into(), None, None)
     };
-    match allocate_row(table, tag.0, min_len.max(0)) {
+    match allocate_row(table, tag.0, min_len, false) {
         Ok(row) => TableIterator::new(row.into_iter()),
         Err(message) => crate::errors::raise(PgSqlErrorCode::ERRCODE_INTERNAL_ERROR, message, None, None),
     }
@@ -143,6 +192,9 @@ pub struct Authority {
     connection: Option<Connection>,
     /// The local database's encoding: tags are sent as they are stored here.
     encoding: String,
+    /// After the authority was unreachable, no call before this: the other tags of the round
+    /// would each wait out a deadline too.
+    paused_until: Option<Instant>,
 }
 
 impl Authority {
@@ -155,10 +207,15 @@ impl Authority {
             timeout: Duration::from_millis(timeout_ms),
             connection: None,
             encoding,
+            paused_until: None,
         }
     }
 
     fn call(&mut self, need: &Need) -> Result<Outcome, RemoteError> {
+        if let Some(until) = self.paused_until.filter(|&until| Instant::now() < until) {
+            let _ = until;
+            return Err(RemoteError::Unreachable("not tried again yet after the last failure".into()));
+        }
         let deadline = Instant::now() + self.timeout;
         let stop = || BackgroundWorker::sigterm_received();
         if self.connection.is_none() {
@@ -173,8 +230,11 @@ impl Authority {
         let number = |row: &remote::Row, i: usize| row[i].as_deref().and_then(|v| v.parse::<i64>().ok());
         match rows.first() {
             None => Ok(Outcome::NoTag),
+            // A range fits a slot (offsets are 32 bits) and starts at 0 or above.
             Some(row) => match (number(row, 0), number(row, 1)) {
-                (Some(max_id), Some(len)) => Ok(outcome_of(Some((max_id, len)))),
+                (Some(max_id), Some(len)) if (0..=i32::MAX as i64).contains(&len) && max_id.checked_sub(len).is_some_and(|d| d >= -1) => {
+                    Ok(outcome_of(Some((max_id, len))))
+                }
                 _ => Err(RemoteError::Refused { sqlstate: "XX000".into(), message: "the authority's answer is not a range".into() }),
             },
         }
@@ -186,6 +246,7 @@ impl RangeSource for Authority {
         let status = &crate::shmem::shared().segment_authority;
         match self.call(need) {
             Ok(outcome) => {
+                self.paused_until = None;
                 if status.failures_in_a_row.load(std::sync::atomic::Ordering::Relaxed) > 0 {
                     super::ranges::retry_now();
                 }
@@ -193,11 +254,16 @@ impl RangeSource for Authority {
                 outcome
             }
             Err(error) => {
-                if !matches!(error, RemoteError::Refused { .. }) {
-                    self.connection = None;
-                }
+                let unreachable = !matches!(error, RemoteError::Refused { .. });
                 let message = format!("the segment authority ({}): {error}", self.described);
-                status.failed(&message);
+                if unreachable {
+                    if self.connection.take().is_some() || self.paused_until.is_none_or(|until| Instant::now() >= until) {
+                        status.failed(&message, true);
+                    }
+                    self.paused_until = Some(Instant::now() + Duration::from_secs(1));
+                } else {
+                    status.failed(&message, false);
+                }
                 Outcome::Failed(message)
             }
         }

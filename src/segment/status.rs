@@ -113,6 +113,9 @@ pgrx::extension_sql!(
     r#"
 COMMENT ON FUNCTION segment_authority_status() IS
     'Whether the segment authority (pg_idgen.segment_authority) answers this server''s worker (no row without one).';
+-- Its last_error may name users and addresses: monitoring roles only, as segment_status().
+REVOKE EXECUTE ON FUNCTION segment_authority_status() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION segment_authority_status() TO pg_monitor;
 "#,
     name = "segment_authority_status_comment",
     requires = [segment_authority_status]
