@@ -460,7 +460,10 @@ fn segment_writer(cluster: &Cluster, stop: std::sync::Arc<std::sync::atomic::Ato
 /// the authority is stopped for 3 s mid-load (no error: the cached ranges last) and after it
 /// returns. A tag whose cache runs out while the authority is down fails with 08006 naming the
 /// authority, `segment_authority_status()` says it is unreachable, and calls recover by
-/// themselves once it is back. A tag the authority does not have is 42704, naming it.
+/// themselves once it is back; the same when it is frozen (SIGSTOP), with every call ending at its
+/// deadline and the worker in no transaction and holding no lock meanwhile. A tag the authority
+/// does not have is 42704, naming it; the allocation refuses roles without the grant, absurd
+/// lengths and transaction blocks.
 #[test]
 fn servers_share_one_segment_number_space_and_outlast_an_authority_outage() {
     let authority = started_cluster("authority", &[]);
@@ -524,6 +527,36 @@ fn servers_share_one_segment_number_space_and_outlast_an_authority_outage() {
     let back = Instant::now();
     while db.query_one("SELECT segment_next('small')", &[]).is_err() {
         assert!(back.elapsed() < Duration::from_secs(15), "no number 15 s after the authority came back");
+        thread::sleep(Duration::from_millis(100));
+    }
+
+    // Frozen (SIGSTOP) instead of stopped: nothing answers, so every call to it must end at its
+    // deadline (pg_idgen.remote_timeout, 1 s here) while the worker holds no transaction and no
+    // lock here; the tag whose cache runs out fails in time, and all recover after the thaw.
+    let freeze = Frozen::freeze(&authority);
+    let error = loop {
+        match db.query_one("SELECT segment_next('small')", &[]) {
+            Ok(_) => continue,
+            Err(error) => break error,
+        }
+    };
+    assert_eq!(sqlstate(&error), "08006", "{error:?}");
+    let row = db.query_one("SELECT reachable, last_error FROM segment_authority_status()", &[]).unwrap();
+    assert!(!row.get::<_, bool>(0) && row.get::<_, String>(1).contains("timed out"), "{:?}", row.get::<_, String>(1));
+    let row = db
+        .query_one(
+            "SELECT a.backend_xid IS NULL AND a.backend_xmin IS NULL,
+                    (SELECT count(*) FROM pg_locks l WHERE l.pid = a.pid AND l.locktype <> 'virtualxid')
+               FROM pg_stat_activity a WHERE a.backend_type = 'pg_idgen worker'",
+            &[],
+        )
+        .unwrap();
+    assert!(row.get::<_, bool>(0), "the worker is in no transaction while it waits on the authority");
+    assert_eq!(row.get::<_, i64>(1), 0, "the worker holds no lock while it waits on the authority");
+    drop(freeze);
+    let thawed = Instant::now();
+    while db.query_one("SELECT segment_next('small')", &[]).is_err() {
+        assert!(thawed.elapsed() < Duration::from_secs(15), "no number 15 s after the authority was thawed");
         thread::sleep(Duration::from_millis(100));
     }
     thread::sleep(Duration::from_secs(2));
