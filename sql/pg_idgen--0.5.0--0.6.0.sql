@@ -2,8 +2,8 @@
 -- ranges from a shared authority (pg_idgen.segment_authority). Every database gets the registry's
 -- table and functions (src/node/registry.sql, copied below: the upgrade test compares the
 -- function bodies), node_lease_status(), the authority's pg_idgen_segment_allocate() and
--- segment_authority_status(). The library of 0.6.0 also serves the declarations of 0.5.0
--- unchanged until this script has run.
+-- segment_authority_status(); segments in every database. The library of 0.6.0 also serves the
+-- declarations of 0.5.0 unchanged until this script has run.
 \echo Use "ALTER EXTENSION pg_idgen UPDATE TO '0.6.0'" to load this file. \quit
 
 CREATE FUNCTION node_lease_status() RETURNS TABLE (
@@ -24,6 +24,23 @@ COMMENT ON FUNCTION node_lease_status() IS
     'Where this server''s node id lease from pg_idgen.node_registry stands (no row without a registry).';
 REVOKE EXECUTE ON FUNCTION node_lease_status() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION node_lease_status() TO pg_monitor;
+
+-- Segment numbers are served in every database with the extension now: the conversions' check
+-- (src/migrate.sql, copied: the upgrade test compares the body) asks only for the preload.
+CREATE OR REPLACE FUNCTION pg_idgen_require_segments(caller text)
+RETURNS void
+LANGUAGE plpgsql
+SECURITY INVOKER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    ext name := (SELECT n.nspname FROM pg_catalog.pg_extension AS e JOIN pg_catalog.pg_namespace AS n ON n.oid OPERATOR(pg_catalog.=) e.extnamespace WHERE e.extname OPERATOR(pg_catalog.=) 'pg_idgen');
+BEGIN
+    EXECUTE pg_catalog.format('SELECT %I.pg_idgen_generators()', ext);  -- 55000 without shared_preload_libraries
+END
+$$;
+COMMENT ON FUNCTION pg_idgen_require_segments(text) IS
+    'Internal: refuses unless segment numbers are served (pg_idgen preloaded).';
 
 CREATE FUNCTION pg_idgen_segment_allocate(tag text, min_len bigint) RETURNS TABLE (
 	max_id bigint,

@@ -76,16 +76,10 @@ DECLARE
     ext name := (SELECT n.nspname FROM pg_catalog.pg_extension AS e JOIN pg_catalog.pg_namespace AS n ON n.oid OPERATOR(pg_catalog.=) e.extnamespace WHERE e.extname OPERATOR(pg_catalog.=) 'pg_idgen');
 BEGIN
     EXECUTE pg_catalog.format('SELECT %I.pg_idgen_generators()', ext);  -- 55000 without shared_preload_libraries
-    IF pg_catalog.current_database() OPERATOR(pg_catalog.<>) pg_catalog.current_setting('pg_idgen.database') THEN
-        RAISE EXCEPTION '%: segment numbers are served only in database "%", not in "%"', caller,
-                        pg_catalog.current_setting('pg_idgen.database'), pg_catalog.current_database()
-            USING ERRCODE = 'object_not_in_prerequisite_state',
-                  HINT = 'Run it in that database, or set pg_idgen.database and restart the server.';
-    END IF;
 END
 $$;
 COMMENT ON FUNCTION pg_idgen_require_segments(text) IS
-    'Internal: refuses unless segment numbers are served in this database (preloaded, pg_idgen.database).';
+    'Internal: refuses unless segment numbers are served (pg_idgen preloaded).';
 
 -- The work shared by snowflake_convert_column() and segment_convert_column(); `family` is
 -- 'snowflake' or 'segment' (then `tag` and `step` make the tag).

@@ -96,6 +96,21 @@ pub struct RemoteStatus {
     pub message: [AtomicU8; REMOTE_MESSAGE_BYTES],
 }
 
+/// At most this many databases besides `pg_idgen.database` have a segment worker at once.
+pub const MAX_DATABASE_WORKERS: usize = 16;
+
+/// A segment worker for one more database: the entry is taken (`database` set) by the backend
+/// that starts the worker, and freed by the worker when it exits.
+#[repr(C)]
+pub struct DatabaseWorker {
+    /// The database's OID; 0 while the entry is free.
+    pub database: AtomicU32,
+    /// The worker's latch once it runs, null while it starts.
+    pub latch: AtomicPtr<pg_sys::Latch>,
+    /// When the entry was taken (monotonic ms): a worker that never came up frees it after a while.
+    pub taken_at_ms: AtomicI64,
+}
+
 /// The longest remote error kept.
 pub const REMOTE_MESSAGE_BYTES: usize = 480;
 
@@ -169,6 +184,9 @@ pub struct SharedState {
     /// The segment worker's latch while it runs (null otherwise): backends set it to ask for
     /// ranges.
     pub worker_latch: AtomicPtr<pg_sys::Latch>,
+    /// The segment workers of other databases than `pg_idgen.database`, started on demand (see
+    /// `segment::worker`).
+    pub database_workers: [DatabaseWorker; MAX_DATABASE_WORKERS],
     /// Broadcast by the worker whenever it published ranges or gave up on a tag.
     pub segment_loaded: pg_sys::ConditionVariable,
     /// The node id lease (with pg_idgen.node_registry).
@@ -220,10 +238,6 @@ impl SharedState {
         set_latch(&self.lease.worker_latch);
     }
 
-    /// Wakes the segment worker, if it runs: a range is wanted.
-    pub fn wake_segment_worker(&self) {
-        set_latch(&self.worker_latch);
-    }
 
     /// The condition variable, as PostgreSQL's functions want it.
     pub fn segment_loaded(&self) -> *mut pg_sys::ConditionVariable {
@@ -232,7 +246,7 @@ impl SharedState {
 }
 
 /// Sets a worker's latch, published while the worker runs (null otherwise).
-fn set_latch(latch: &AtomicPtr<pg_sys::Latch>) {
+pub fn set_latch(latch: &AtomicPtr<pg_sys::Latch>) {
     let latch = latch.load(std::sync::atomic::Ordering::Acquire);
     if !latch.is_null() {
         // SAFETY: each worker clears its pointer before its latch goes away.

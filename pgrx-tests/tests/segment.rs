@@ -217,17 +217,58 @@ fn a_locked_tag_table_is_survived_then_reported_then_recovered() {
     assert!(next > served as i64, "calls succeed again after the lock is released");
 }
 
-/// Claim: segment_next() in another database than pg_idgen.database says which one to use.
+/// Claim: segment_next() works in every database that has the extension, each with its own tags
+/// and numbers: the first call in a database starts a worker of that database, which serves it
+/// (2 clients in each of two more databases: every number once, each database numbering from 1)
+/// and exits after 2 s without work, so that DROP DATABASE succeeds; a later call starts it again.
 #[test]
-fn another_database_is_told_which_one_serves_segments() {
+fn every_database_with_the_extension_serves_its_own_segment_numbers() {
     let cluster = started_cluster("segment-otherdb", &[]);
     cluster.connect().batch_execute("CREATE DATABASE other").unwrap();
-    let mut other = cluster.connect_to("other");
-    other.batch_execute("CREATE EXTENSION pg_idgen").unwrap();
-    let error = other.query_one("SELECT segment_next('x')", &[]).expect_err("wrong database");
-    assert_eq!(sqlstate(&error), "55000", "{error:?}");
-    let message = error.as_db_error().unwrap().message().to_string();
-    assert!(message.contains("\"postgres\"") && message.contains("\"other\""), "{message}");
+    cluster.connect().batch_execute("CREATE DATABASE third").unwrap();
+    for database in ["other", "third"] {
+        cluster
+            .connect_to(database)
+            .batch_execute("CREATE EXTENSION pg_idgen; SELECT segment_create('x', 1, 100); CREATE TABLE got (n bigint NOT NULL)")
+            .unwrap();
+    }
+    let clients: Vec<_> = ["other", "other", "third", "third"]
+        .into_iter()
+        .map(|database| {
+            let mut db = cluster.connect_to(database);
+            std::thread::spawn(move || {
+                for _ in 0..50 {
+                    db.execute("INSERT INTO got SELECT segment_next('x') FROM generate_series(1, 100)", &[]).unwrap();
+                }
+            })
+        })
+        .collect();
+    clients.into_iter().for_each(|c| c.join().unwrap());
+    let mut postgres = cluster.connect();
+    for database in ["other", "third"] {
+        let row = cluster.connect_to(database).query_one("SELECT count(*), count(DISTINCT n), min(n) FROM got", &[]).unwrap();
+        assert_eq!((row.get::<_, i64>(0), row.get::<_, i64>(1), row.get::<_, i64>(2)), (10_000, 10_000, 1), "{database}");
+        let workers: i64 = postgres
+            .query_one("SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'pg_idgen worker' AND datname = $1", &[&database])
+            .unwrap()
+            .get(0);
+        assert_eq!(workers, 1, "one worker serves {database}");
+    }
+    let started = Instant::now();
+    loop {
+        let workers: i64 = postgres
+            .query_one("SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'pg_idgen worker' AND datname = 'third'", &[])
+            .unwrap()
+            .get(0);
+        if workers == 0 {
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(10), "the worker of an idle database is still there after 10 s");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    postgres.batch_execute("DROP DATABASE third").expect("no pg_idgen worker keeps the database from being dropped");
+    let next: i64 = cluster.connect_to("other").query_one("SELECT segment_next('x')", &[]).unwrap().get(0);
+    assert!(next > 10_000, "a later call is served again: {next}");
 }
 
 /// Claim: `segment_next('')` and a 64-byte tag, each as a new session's first call, fail at once

@@ -6,7 +6,7 @@ use std::sync::atomic::{fence, Ordering};
 
 use pgrx::prelude::*;
 
-use super::next::{exhausted, forget_lookup, lookup, prefetch_offset, require_worker_database, wait_for_range, Deadline};
+use super::next::{exhausted, forget_lookup, lookup, prefetch_offset, wait_for_range, Deadline};
 use super::slot::{slots, Slot, SlotLock, FREE, LAST_GENERATION, OFFSET_BITS, OFFSET_MASK};
 use super::table::{check_tag_name, display, TextBytes};
 use crate::{errors, shmem};
@@ -29,9 +29,8 @@ fn segment_next_range(tag: TextBytes, n: i64) -> i64 {
         )
     }
     let n = n as u64;
-    let state = shmem::shared();
+    shmem::shared();
     errors::refuse_during_recovery("segment_next_range()");
-    require_worker_database();
     let mut deadline = Deadline(None);
     loop {
         pgrx::check_for_interrupts!();
@@ -57,7 +56,7 @@ fn segment_next_range(tag: TextBytes, n: i64) -> i64 {
                 let prefetch = prefetch_offset(len);
                 if (offset..offset + n).contains(&prefetch) {
                     slot.want_next.store(true, Ordering::Release);
-                    state.wake_segment_worker();
+                    super::worker::wake();
                 }
                 return start + offset as i64;
             }
@@ -83,7 +82,6 @@ COMMENT ON FUNCTION segment_next_range(text, bigint) IS
 /// try again.
 #[cold]
 fn switch_for_block(slot: &Slot, tag: &[u8], version: u64, generation: u64, n: u64, deadline: &mut Deadline) -> Option<i64> {
-    let state = shmem::shared();
     let waiting_at;
     {
         let _lock = SlotLock::exclusive();
@@ -108,7 +106,7 @@ fn switch_for_block(slot: &Slot, tag: &[u8], version: u64, generation: u64, n: u
                 if prefetch_offset(next_len) < n {
                     slot.want_next.store(true, Ordering::Release);
                     drop(_lock);
-                    state.wake_segment_worker();
+                    super::worker::wake();
                 }
                 return Some(next_start);
             }
@@ -122,7 +120,7 @@ fn switch_for_block(slot: &Slot, tag: &[u8], version: u64, generation: u64, n: u
         slot.want_len.fetch_max(n, Ordering::AcqRel);
         slot.want_next.store(true, Ordering::Release);
     }
-    state.wake_segment_worker();
+    super::worker::wake();
     wait_for_range(slot, tag, version, waiting_at, deadline.ms());
     None
 }

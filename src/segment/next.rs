@@ -18,8 +18,6 @@ thread_local! {
     /// The last tag looked up, checked first: most statements draw from one tag, and comparing
     /// bytes is cheaper than hashing them.
     static LAST: RefCell<Option<(Vec<u8>, usize, u64)>> = const { RefCell::new(None) };
-    /// This backend is connected to pg_idgen.database (checked once).
-    static RIGHT_DATABASE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
 #[pg_extern(volatile, parallel_safe)]
@@ -27,9 +25,8 @@ thread_local! {
 fn segment_next(tag: TextBytes) -> i64 {
     let tag = tag.0;
     check_tag_name(tag);
-    let state = shmem::shared();
+    shmem::shared();
     errors::refuse_during_recovery("segment_next()");
-    require_worker_database();
     let slots = slots();
     let mut deadline = Deadline(None);
     let mut first = true;
@@ -58,7 +55,7 @@ fn segment_next(tag: TextBytes) -> i64 {
             if offset < len {
                 if offset == prefetch_offset(len) {
                     slot.want_next.store(true, Ordering::Release);
-                    state.wake_segment_worker();
+                    super::worker::wake();
                 }
                 return start + offset as i64;
             }
@@ -113,7 +110,6 @@ pub(super) fn prefetch_offset(len: u64) -> u64 {
 /// else ask the worker and wait for it.
 #[cold]
 fn switch_or_wait(slot: &Slot, tag: &[u8], version: u64, generation: u64, offset: u64, deadline: &mut Deadline) {
-    let state = shmem::shared();
     {
         let _lock = SlotLock::exclusive();
         if slot.version.load(Ordering::Acquire) != version || slot.generation() != generation {
@@ -139,7 +135,7 @@ fn switch_or_wait(slot: &Slot, tag: &[u8], version: u64, generation: u64, offset
         }
         slot.want_next.store(true, Ordering::Release);
     }
-    state.wake_segment_worker();
+    super::worker::wake();
     wait_for_range(slot, tag, version, generation, deadline.ms());
 }
 
@@ -163,7 +159,7 @@ pub(super) fn wait_for_range(slot: &Slot, tag: &[u8], version: u64, generation: 
             unsafe { pg_sys::ConditionVariableCancelSleep() };
             no_range_in_time(state, tag);
         }
-        state.wake_segment_worker();
+        super::worker::wake();
         // Wakes on the worker's broadcast, a timeout, or an interrupt (it checks for those).
         // SAFETY: prepared to sleep on this condition variable above; it lives in shared memory.
         unsafe { pg_sys::ConditionVariableTimedSleep(cv, remaining.min(100) as _, pg_sys::PG_WAIT_EXTENSION) };
@@ -199,7 +195,7 @@ pub(super) fn wait_for_range(slot: &Slot, tag: &[u8], version: u64, generation: 
 fn no_range_in_time(state: &shmem::SharedState, tag: &[u8]) -> ! {
     let timeout_ms = settings::config().segments.wait_timeout_ms;
     let tag = display(tag);
-    if state.worker_latch.load(Ordering::Acquire).is_null() {
+    if !super::worker::is_running() {
         errors::raise(
             PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
             format!("segment tag \"{tag}\" has no numbers left in shared memory, and the pg_idgen worker is not running"),
@@ -241,27 +237,6 @@ pub(super) fn exhausted(tag: &[u8]) -> ! {
         Some("Every number up to bigint's end has been allocated.".into()),
         None,
     )
-}
-
-/// Segment tags live in the database the worker connects to; calls from another would never
-/// get a range.
-pub(super) fn require_worker_database() {
-    if RIGHT_DATABASE.get() {
-        return;
-    }
-    let database = &settings::config().segments.database;
-    // SAFETY: get_database_name returns a palloc'd name, or NULL for a database just dropped.
-    let here = unsafe { pg_sys::get_database_name(pg_sys::MyDatabaseId) };
-    let here = if here.is_null() { String::new() } else { unsafe { std::ffi::CStr::from_ptr(here) }.to_string_lossy().into_owned() };
-    if here.as_bytes() != database.as_bytes() {
-        errors::raise(
-            PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
-            format!("segment_next() works only in database \"{database}\", not in \"{here}\""),
-            Some("The pg_idgen worker connects to pg_idgen.database and allocates ranges from the tag table there.".into()),
-            Some("Call it from that database, or set pg_idgen.database and restart the server."),
-        )
-    }
-    RIGHT_DATABASE.set(true);
 }
 
 /// Finds or takes the slot of a tag that exists in the tag table; an unknown tag takes none.

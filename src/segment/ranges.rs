@@ -112,6 +112,13 @@ pub fn publish(need: &Need, outcome: &Outcome) -> bool {
     }
 }
 
+/// Whether a slot of `database` wants its next range (loaded or not, paused or not): its worker
+/// is not idle.
+pub fn anything_wanted(database: pg_sys::Oid) -> bool {
+    let _lock = SlotLock::shared();
+    slots().iter().any(|slot| slot.serves(database) && slot.want_next.load(Ordering::Acquire) && slot.state.load(Ordering::Acquire) == ACTIVE)
+}
+
 /// Ends every slot's pause after failed allocations: the source answers again (a segment
 /// authority that was unreachable), so no tag should wait out a pause that counted on it not.
 pub fn retry_now() {

@@ -15,12 +15,14 @@ SELECT * FROM id_decode(4194324522);
 
 SELECT node_id, layout, last_id FROM pg_idgen_status();
 
--- Segment numbers are served only in pg_idgen.database ("postgres"), not in this database: a
--- conversion to a tag is refused here before anything changes (55000).
+-- Segment numbers are served in every database with the extension, not only in
+-- pg_idgen.database ("postgres"): here a worker of this database starts on the first call.
 CREATE TABLE elsewhere (id serial PRIMARY KEY);
+INSERT INTO elsewhere DEFAULT VALUES;
 \set SHOW_CONTEXT never
 SELECT segment_convert_column('elsewhere', 'id', 'elsewhere');
 \set SHOW_CONTEXT errors
-SELECT sqlstate_of($$SELECT segment_convert_column('elsewhere', 'id', 'elsewhere')$$);
-SELECT nextval('elsewhere_id_seq') AS sequence_still_runs;
+INSERT INTO elsewhere DEFAULT VALUES RETURNING id;
+SELECT segment_next('elsewhere') AS next_number;
 DROP TABLE elsewhere;
+SELECT segment_drop('elsewhere');
