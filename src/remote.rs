@@ -154,12 +154,20 @@ impl RemoteStatus {
             end -= 1;
         }
         let bytes = &message.as_bytes()[..end];
-        self.message_version.fetch_add(1, SeqCst);
+        // Why a compare-and-swap to an odd version: several workers may write (the segment
+        // workers of several databases share the authority's status); one at a time.
+        let version = loop {
+            let version = self.message_version.load(Acquire);
+            if version % 2 == 0 && self.message_version.compare_exchange_weak(version, version + 1, SeqCst, Relaxed).is_ok() {
+                break version;
+            }
+            std::hint::spin_loop();
+        };
         for (cell, &byte) in self.message.iter().zip(bytes) {
             cell.store(byte, Relaxed);
         }
         self.message_len.store(bytes.len() as u32, Relaxed);
-        self.message_version.fetch_add(1, SeqCst);
+        self.message_version.store(version + 2, SeqCst);
     }
 }
 

@@ -81,8 +81,8 @@ pub struct LeaseState {
     pub registry: RemoteStatus,
 }
 
-/// How a worker's calls to another server went (see `remote::RemoteStatus`'s methods). Written by
-/// that worker only.
+/// How the calls of the workers that reach one server went (see `remote::RemoteStatus`'s
+/// methods): the lease worker's, or every segment worker's.
 #[repr(C)]
 pub struct RemoteStatus {
     /// Calls that failed in a row, and in all.
@@ -99,13 +99,14 @@ pub struct RemoteStatus {
 /// At most this many databases besides `pg_idgen.database` have a segment worker at once.
 pub const MAX_DATABASE_WORKERS: usize = 16;
 
-/// A segment worker for one more database: the entry is taken (`database` set) by the backend
-/// that starts the worker, and freed by the worker when it exits.
+/// A segment worker for one more database (see `segment::worker`). Taken, claimed and freed
+/// only under the segment slot lock; read without it.
 #[repr(C)]
 pub struct DatabaseWorker {
-    /// The database's OID; 0 while the entry is free.
-    pub database: AtomicU32,
-    /// The worker's latch once it runs, null while it starts.
+    /// `epoch << 32 | database OID`; the OID is 0 while the entry is free. Each taking raises the
+    /// epoch, so a worker started for an earlier taking cannot claim a later one.
+    pub state: AtomicU64,
+    /// The worker's latch once it has claimed the entry, null before.
     pub latch: AtomicPtr<pg_sys::Latch>,
     /// When the entry was taken (monotonic ms): a worker that never came up frees it after a while.
     pub taken_at_ms: AtomicI64,
@@ -187,6 +188,8 @@ pub struct SharedState {
     /// The segment workers of other databases than `pg_idgen.database`, started on demand (see
     /// `segment::worker`).
     pub database_workers: [DatabaseWorker; MAX_DATABASE_WORKERS],
+    /// The OID of `pg_idgen.database`, once its worker has connected (0 before).
+    pub main_database: AtomicU32,
     /// Broadcast by the worker whenever it published ranges or gave up on a tag.
     pub segment_loaded: pg_sys::ConditionVariable,
     /// The node id lease (with pg_idgen.node_registry).

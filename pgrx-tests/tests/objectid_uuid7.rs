@@ -46,7 +46,7 @@ fn order_holds_across_backends() {
 #[test]
 fn a_hot_standby_makes_uuids_and_objectids_that_its_primary_does_not() {
     let primary = started_cluster("standby-ids-primary", &[]);
-    let mut standby = Cluster::standby_of("standby-ids-standby", &primary);
+    let standby = Cluster::standby_of("standby-ids-standby", &primary);
     standby.configure(&["shared_preload_libraries = 'pg_idgen'"]);
     standby.start();
     let mut db = primary.connect();

@@ -220,7 +220,9 @@ fn a_locked_tag_table_is_survived_then_reported_then_recovered() {
 /// Claim: segment_next() works in every database that has the extension, each with its own tags
 /// and numbers: the first call in a database starts a worker of that database, which serves it
 /// (2 clients in each of two more databases: every number once, each database numbering from 1)
-/// and exits after 2 s without work, so that DROP DATABASE succeeds; a later call starts it again.
+/// and exits after 2 s without work, so that DROP DATABASE succeeds; a later call that needs a range
+/// starts it again. Never more than one worker serves a database. A database created again with
+/// the OID of a dropped one numbers from its own start, not from the dropped one's cache.
 #[test]
 fn every_database_with_the_extension_serves_its_own_segment_numbers() {
     let cluster = started_cluster("segment-otherdb", &[]);
@@ -232,6 +234,25 @@ fn every_database_with_the_extension_serves_its_own_segment_numbers() {
             .batch_execute("CREATE EXTENSION pg_idgen; SELECT segment_create('x', 1, 100); CREATE TABLE got (n bigint NOT NULL)")
             .unwrap();
     }
+    let third_oid: u32 = cluster.connect().query_one("SELECT oid FROM pg_database WHERE datname = 'third'", &[]).unwrap().get(0);
+    // Watches the number of workers per database while the clients run.
+    let watching = Arc::new(AtomicBool::new(true));
+    let watcher = {
+        let watching = watching.clone();
+        let mut db = cluster.connect();
+        std::thread::spawn(move || {
+            let mut most = 0i64;
+            while watching.load(Ordering::Relaxed) {
+                let n: i64 = db
+                    .query_one("SELECT coalesce(max(n), 0) FROM (SELECT count(*) AS n FROM pg_stat_activity WHERE backend_type = 'pg_idgen worker' GROUP BY datname) w", &[])
+                    .unwrap()
+                    .get(0);
+                most = most.max(n);
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            most
+        })
+    };
     let clients: Vec<_> = ["other", "other", "third", "third"]
         .into_iter()
         .map(|database| {
@@ -244,6 +265,8 @@ fn every_database_with_the_extension_serves_its_own_segment_numbers() {
         })
         .collect();
     clients.into_iter().for_each(|c| c.join().unwrap());
+    watching.store(false, Ordering::Relaxed);
+    assert_eq!(watcher.join().unwrap(), 1, "never two workers for one database");
     let mut postgres = cluster.connect();
     for database in ["other", "third"] {
         let row = cluster.connect_to(database).query_one("SELECT count(*), count(DISTINCT n), min(n) FROM got", &[]).unwrap();
@@ -257,18 +280,29 @@ fn every_database_with_the_extension_serves_its_own_segment_numbers() {
     let started = Instant::now();
     loop {
         let workers: i64 = postgres
-            .query_one("SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'pg_idgen worker' AND datname = 'third'", &[])
+            .query_one("SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'pg_idgen worker' AND datname IN ('other', 'third')", &[])
             .unwrap()
             .get(0);
         if workers == 0 {
             break;
         }
-        assert!(started.elapsed() < Duration::from_secs(10), "the worker of an idle database is still there after 10 s");
+        assert!(started.elapsed() < Duration::from_secs(10), "the workers of idle databases are still there after 10 s");
         std::thread::sleep(Duration::from_millis(100));
     }
     postgres.batch_execute("DROP DATABASE third").expect("no pg_idgen worker keeps the database from being dropped");
-    let next: i64 = cluster.connect_to("other").query_one("SELECT segment_next('x')", &[]).unwrap().get(0);
-    assert!(next > 10_000, "a later call is served again: {next}");
+    // A block larger than anything cached needs a new range, so a worker must start again.
+    let other_idle: i64 = postgres
+        .query_one("SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'pg_idgen worker' AND datname = 'other'", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(other_idle, 0, "the worker of the idle database exited");
+    let first: i64 = cluster.connect_to("other").query_one("SELECT segment_next_range('x', 100000)", &[]).unwrap().get(0);
+    assert!(first > 10_000, "a later call is served again: {first}");
+    postgres.batch_execute(&format!("CREATE DATABASE third_again OID = {third_oid}")).unwrap();
+    let mut again = cluster.connect_to("third_again");
+    again.batch_execute("CREATE EXTENSION pg_idgen; SELECT segment_create('x', 1, 100)").unwrap();
+    let first: i64 = again.query_one("SELECT segment_next('x')", &[]).unwrap().get(0);
+    assert_eq!(first, 1, "the new database's own numbers, not the dropped one's cached ranges");
 }
 
 /// Claim: `segment_next('')` and a 64-byte tag, each as a new session's first call, fail at once

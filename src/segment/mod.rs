@@ -10,7 +10,8 @@
 //! - `table`: the tag table as pg_idgen reaches it (lookups, guarded SQL, trigger, drop hook);
 //! - `ranges`: the worker's side of the slots (what is wanted, publishing what was obtained);
 //! - `source`: where ranges come from (`RangeSource`; the local table today);
-//! - `worker`: the background worker that connects them;
+//! - `worker`: the background workers that connect them, one per database (pg_idgen.database's
+//!   with the server, the others' on demand);
 //! - `status`: `segment_status()`.
 //!
 //! Each tag in use has a slot with two ranges. The slot's `cursor` is `generation << 32 |
@@ -35,7 +36,7 @@
 //! | `want_next` | calls set it, publish clears it | atomic flag |
 //! | `want_len` | block calls raise it, publish clears it | atomic |
 //! | `end_generation` | publish (the tag is at bigint's end), take | the lock |
-//! | `failures`, `retry_at_ms`, `warned_at_ms` | the worker only | single writer |
+//! | `failures`, `retry_at_ms`, `warned_at_ms` | the worker of the slot's database (`retry_at_ms` is also cleared by any worker whose authority answers again) | one writer each; a cleared pause only means an early retry |
 //! | `waits`, `history_*` | calls, the worker | atomic counters, approximate |
 //!
 //! A call reads `version`, takes its offset and reads the range, then reads `version` again: if

@@ -195,13 +195,20 @@ pub(super) fn wait_for_range(slot: &Slot, tag: &[u8], version: u64, generation: 
 fn no_range_in_time(state: &shmem::SharedState, tag: &[u8]) -> ! {
     let timeout_ms = settings::config().segments.wait_timeout_ms;
     let tag = display(tag);
-    if !super::worker::is_running() {
-        errors::raise(
+    match super::worker::is_running() {
+        Err(reason) => errors::raise(
+            PgSqlErrorCode::ERRCODE_CONFIGURATION_LIMIT_EXCEEDED,
+            format!("segment tag \"{tag}\" has no numbers left in shared memory: {reason}"),
+            Some(format!("The call waited pg_idgen.segment_wait_timeout ({timeout_ms} ms) for a worker of this database to load a range.")),
+            None,
+        ),
+        Ok(true) => {}
+        Ok(false) => errors::raise(
             PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
             format!("segment tag \"{tag}\" has no numbers left in shared memory, and the pg_idgen worker is not running"),
             Some(format!("The call waited pg_idgen.segment_wait_timeout ({timeout_ms} ms) for the worker to load a range.")),
-            Some("The worker restarts by itself within a second after an error; the server log says why it stopped."),
-        )
+            Some("A worker starts again by itself (pg_idgen.database's within a second, another database's at the next call); the server log says why it stopped."),
+        ),
     }
     if let Some(authority) = &settings::config().segments.authority {
         let status = &state.segment_authority;

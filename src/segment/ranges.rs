@@ -80,6 +80,13 @@ pub fn publish(need: &Need, outcome: &Outcome) -> bool {
     if slot.version.load(Ordering::Acquire) != need.version {
         return false;
     }
+    // Only the range the slot wants next, and only once: a range published twice for one
+    // generation (two workers, a late answer) would change under calls already taking from it.
+    // Another one is a gap.
+    let wanted = slot.generation() + 1 == need.generation && slot.ranges[need.generation as usize % 2].read(need.generation).is_none();
+    if !wanted && !matches!(outcome, Outcome::Failed(_)) {
+        return false;
+    }
     match *outcome {
         Outcome::Range(start, len) => {
             slot.ranges[need.generation as usize % 2].write(need.generation, start, len);
@@ -112,11 +119,17 @@ pub fn publish(need: &Need, outcome: &Outcome) -> bool {
     }
 }
 
-/// Whether a slot of `database` wants its next range (loaded or not, paused or not): its worker
-/// is not idle.
+/// Whether a slot of `database` wants its next range and its allocations are not failing: its
+/// worker is not idle. Why not failing ones: a worker that cannot allocate (the segment authority
+/// is down) must still exit in time for DROP DATABASE; a call that waits starts it again.
 pub fn anything_wanted(database: pg_sys::Oid) -> bool {
     let _lock = SlotLock::shared();
-    slots().iter().any(|slot| slot.serves(database) && slot.want_next.load(Ordering::Acquire) && slot.state.load(Ordering::Acquire) == ACTIVE)
+    slots().iter().any(|slot| {
+        slot.serves(database)
+            && slot.want_next.load(Ordering::Acquire)
+            && slot.state.load(Ordering::Acquire) == ACTIVE
+            && slot.failures.load(Ordering::Relaxed) == 0
+    })
 }
 
 /// Ends every slot's pause after failed allocations: the source answers again (a segment

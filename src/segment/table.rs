@@ -550,7 +550,17 @@ unsafe extern "C-unwind" fn on_object_access(
         if let Some(previous) = PREVIOUS_OBJECT_ACCESS_HOOK {
             pg_sys::ffi::pg_guard_ffi_boundary(|| previous(access, class_id, object_id, sub_id, arg));
         }
-        if access != pg_sys::ObjectAccessType::OAT_DROP || class_id != pg_sys::RelationRelationId || sub_id != 0 {
+        if access != pg_sys::ObjectAccessType::OAT_DROP || sub_id != 0 {
+            return;
+        }
+        // A dropped database's cached ranges must go with it: its OID can be used again
+        // (CREATE DATABASE … OID, or wraparound), and the new database's tags must not find them.
+        // A drop that is rolled back only costs a gap.
+        if class_id == pg_sys::DatabaseRelationId {
+            retire_database(object_id);
+            return;
+        }
+        if class_id != pg_sys::RelationRelationId {
             return;
         }
         let name = pg_sys::get_rel_name(object_id);

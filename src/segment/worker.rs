@@ -103,6 +103,7 @@ pub extern "C-unwind" fn pg_idgen_worker_main(_arg: pg_sys::Datum) {
         state.worker_latch.store(&raw mut (*pg_sys::MyProc).procLatch, Ordering::Release);
         pg_sys::before_shmem_exit(Some(clear_worker_latch), pg_sys::Datum::from(0));
     }
+    state.main_database.store(u32::from(unsafe { pg_sys::MyDatabaseId }), Ordering::Release);
     serve(&database, None);
     // Why exit code 1: code 0 would unregister the worker for good, also after
     // pg_terminate_backend; 1 makes the postmaster start it again after the restart time.
@@ -118,24 +119,24 @@ const DATABASE_WORKER_IDLE_EXIT: Duration = Duration::from_secs(2);
 const DATABASE_WORKER_START_LIMIT_MS: i64 = 10_000;
 
 std::thread_local! {
-    /// Whether this backend's database is `pg_idgen.database` (None: not looked up yet).
-    static MAIN_DATABASE: std::cell::Cell<Option<bool>> = const { std::cell::Cell::new(None) };
+    /// Why the last start of this database's worker failed, for the error of a call that then
+    /// waits in vain (`wake` itself never raises: a call that has its number must not fail).
+    static START_FAILURE: std::cell::Cell<Option<&'static str>> = const { std::cell::Cell::new(None) };
 }
+
+const OID_MASK: u64 = 0xFFFF_FFFF;
 
 /// Asks the worker of this backend's database for ranges: the worker of `pg_idgen.database`, or
 /// the one of this database, started now if none runs.
 pub fn wake() {
     let state = shmem::shared();
-    let database = unsafe { pg_sys::MyDatabaseId };
     if is_main_database() {
         shmem::set_latch(&state.worker_latch);
         return;
     }
+    let database = u32::from(unsafe { pg_sys::MyDatabaseId });
     let now_ms = clock::monotonic_millis();
-    for entry in &state.database_workers {
-        if entry.database.load(Ordering::Acquire) != u32::from(database) {
-            continue;
-        }
+    if let Some(entry) = state.database_workers.iter().find(|e| e.state.load(Ordering::Acquire) & OID_MASK == database as u64) {
         if !entry.latch.load(Ordering::Acquire).is_null() {
             shmem::set_latch(&entry.latch);
             return;
@@ -143,87 +144,119 @@ pub fn wake() {
         if now_ms - entry.taken_at_ms.load(Ordering::Acquire) < DATABASE_WORKER_START_LIMIT_MS {
             return; // starting
         }
-        // It never came up (its database was dropped meanwhile, say): free the entry.
-        let _ = entry.database.compare_exchange(u32::from(database), 0, Ordering::AcqRel, Ordering::Relaxed);
     }
     start_database_worker(state, database, now_ms);
 }
 
-/// Whether this backend's database is `pg_idgen.database` (looked up once).
+/// Whether this backend's database is `pg_idgen.database`: the OID its worker published, or,
+/// before it has connected, the name.
 fn is_main_database() -> bool {
-    MAIN_DATABASE.get().unwrap_or_else(|| {
-        // SAFETY: this backend's database; get_database_name returns a palloc'd name or NULL.
-        let name = unsafe { pg_sys::get_database_name(pg_sys::MyDatabaseId) };
-        let main = !name.is_null() && unsafe { CStr::from_ptr(name) }.to_bytes() == settings::config().segments.database.as_bytes();
-        MAIN_DATABASE.set(Some(main));
-        main
-    })
-}
-
-/// Whether the worker that serves this backend's database runs (or is starting).
-pub fn is_running() -> bool {
-    let state = shmem::shared();
-    let database = u32::from(unsafe { pg_sys::MyDatabaseId });
-    if is_main_database() {
-        return !state.worker_latch.load(Ordering::Acquire).is_null();
+    let main = shmem::shared().main_database.load(Ordering::Acquire);
+    // SAFETY: this backend's database; get_database_name returns a palloc'd name or NULL.
+    unsafe {
+        if main != 0 {
+            return u32::from(pg_sys::MyDatabaseId) == main;
+        }
+        let name = pg_sys::get_database_name(pg_sys::MyDatabaseId);
+        !name.is_null() && CStr::from_ptr(name).to_bytes() == settings::config().segments.database.as_bytes()
     }
-    state.database_workers.iter().any(|entry| entry.database.load(Ordering::Acquire) == database)
 }
 
-/// Takes a free entry for `database` and starts its worker. Why under the slot lock: two calls
-/// must not start two workers for one database.
+/// Whether a worker serves this backend's database (or is starting); if the last start failed,
+/// the reason.
+pub fn is_running() -> Result<bool, &'static str> {
+    let state = shmem::shared();
+    if is_main_database() {
+        return Ok(!state.worker_latch.load(Ordering::Acquire).is_null());
+    }
+    let database = u32::from(unsafe { pg_sys::MyDatabaseId }) as u64;
+    match START_FAILURE.get() {
+        Some(reason) => Err(reason),
+        None => Ok(state.database_workers.iter().any(|e| e.state.load(Ordering::Acquire) & OID_MASK == database)),
+    }
+}
+
+/// Takes a free entry for `database` and starts its worker. Under the slot lock: another call
+/// may be doing the same, and an entry whose worker never came up is freed here.
 #[cold]
-fn start_database_worker(state: &shmem::SharedState, database: pg_sys::Oid, now_ms: i64) {
-    let oid = u32::from(database);
+fn start_database_worker(state: &shmem::SharedState, database: u32, now_ms: i64) {
     let taken = {
         let _lock = super::slot::SlotLock::exclusive();
-        if state.database_workers.iter().any(|entry| entry.database.load(Ordering::Acquire) == oid) {
-            return; // another call started it meanwhile
+        let mut existing = false;
+        for entry in &state.database_workers {
+            let current = entry.state.load(Ordering::Acquire);
+            if current & OID_MASK != database as u64 {
+                continue;
+            }
+            if entry.latch.load(Ordering::Acquire).is_null() && now_ms - entry.taken_at_ms.load(Ordering::Acquire) >= DATABASE_WORKER_START_LIMIT_MS {
+                // Its worker never claimed it (it failed to start): free it; a late one cannot
+                // claim it any more (the epoch check in `claim`).
+                entry.state.store(current & !OID_MASK, Ordering::Release);
+            } else {
+                existing = true;
+            }
         }
-        state.database_workers.iter().find(|entry| entry.database.compare_exchange(0, oid, Ordering::AcqRel, Ordering::Relaxed).is_ok())
+        if existing {
+            return;
+        }
+        state.database_workers.iter().enumerate().find_map(|(index, entry)| {
+            let current = entry.state.load(Ordering::Acquire);
+            (current & OID_MASK == 0).then(|| {
+                let taken = (((current >> 32) + 1) << 32) | database as u64;
+                entry.taken_at_ms.store(now_ms, Ordering::Release);
+                entry.latch.store(std::ptr::null_mut(), Ordering::Release);
+                entry.state.store(taken, Ordering::Release);
+                (index, taken)
+            })
+        })
     };
-    let Some(entry) = taken else {
-        crate::errors::raise(
-            PgSqlErrorCode::ERRCODE_CONFIGURATION_LIMIT_EXCEEDED,
-            "no room for another pg_idgen segment worker".into(),
-            Some(format!(
-                "Besides pg_idgen.database, at most {} databases have a segment worker at once; each exits after {} s without work.",
-                shmem::MAX_DATABASE_WORKERS,
-                DATABASE_WORKER_IDLE_EXIT.as_secs()
-            )),
-            Some("Use segment numbers in fewer databases at once."),
-        )
+    let Some((index, taken)) = taken else {
+        START_FAILURE.set(Some("no room for another pg_idgen segment worker: at most 16 databases besides pg_idgen.database have one at once"));
+        return;
     };
-    entry.latch.store(std::ptr::null_mut(), Ordering::Release);
-    entry.taken_at_ms.store(now_ms, Ordering::Release);
+    // The worker learns its entry and the taking it belongs to (index, low 24 bits of the epoch, OID).
+    let argument = ((index as u64) << 56) | ((taken >> 32) & 0xFF_FFFF) << 32 | database as u64;
     let started = BackgroundWorkerBuilder::new("pg_idgen worker")
         .set_type("pg_idgen worker")
         .set_library("pg_idgen")
         .set_function("pg_idgen_database_worker_main")
-        .set_argument(Some(pg_sys::Datum::from(oid)))
+        .set_argument(Some(pg_sys::Datum::from(argument)))
         .enable_spi_access()
         .set_restart_time(None)
         .load_dynamic();
     if started.is_err() {
-        entry.database.store(0, Ordering::Release);
-        crate::errors::raise(
-            PgSqlErrorCode::ERRCODE_CONFIGURATION_LIMIT_EXCEEDED,
-            "could not start a pg_idgen segment worker for this database".into(),
-            Some("Every background worker slot is in use (max_worker_processes).".into()),
-            Some("Raise max_worker_processes (one more for each database that uses segment numbers besides pg_idgen.database) and restart the server."),
-        )
+        free(argument);
+        START_FAILURE.set(Some("could not start a pg_idgen segment worker for this database: every background worker slot is in use (raise max_worker_processes)"));
+    } else {
+        START_FAILURE.set(None);
+    }
+}
+
+/// Whether an entry's state is the taking `argument` names.
+fn same_taking(entry: &shmem::DatabaseWorker, argument: u64) -> bool {
+    let current = entry.state.load(Ordering::Acquire);
+    current & OID_MASK == argument & OID_MASK && (current >> 32) & 0xFF_FFFF == (argument >> 32) & 0xFF_FFFF
+}
+
+/// The entry of `argument`, if it still belongs to that taking.
+fn entry_of(argument: u64) -> Option<&'static shmem::DatabaseWorker> {
+    let entry = shmem::shared().database_workers.get((argument >> 56) as usize)?;
+    same_taking(entry, argument).then_some(entry)
+}
+
+/// Frees the entry of `argument` if it is still that taking's.
+fn free(argument: u64) {
+    let _lock = super::slot::SlotLock::exclusive();
+    if let Some(entry) = entry_of(argument) {
+        entry.latch.store(std::ptr::null_mut(), Ordering::Release);
+        let current = entry.state.load(Ordering::Acquire);
+        entry.state.store(current & !OID_MASK, Ordering::Release);
     }
 }
 
 #[pg_guard]
 unsafe extern "C-unwind" fn free_database_entry(_code: i32, arg: pg_sys::Datum) {
-    let oid = arg.value() as u32;
-    for entry in &shmem::shared().database_workers {
-        if entry.database.load(Ordering::Acquire) == oid {
-            entry.latch.store(std::ptr::null_mut(), Ordering::Release);
-            entry.database.store(0, Ordering::Release);
-        }
-    }
+    free(arg.value() as u64);
 }
 
 /// The worker of another database, started by a call that wanted a range there; it exits once
@@ -232,25 +265,35 @@ unsafe extern "C-unwind" fn free_database_entry(_code: i32, arg: pg_sys::Datum) 
 #[pg_guard]
 pub extern "C-unwind" fn pg_idgen_database_worker_main(arg: pg_sys::Datum) {
     BackgroundWorker::attach_signal_handlers(SignalWakeFlags::SIGHUP | SignalWakeFlags::SIGTERM);
-    let oid = pg_sys::Oid::from(arg.value() as u32);
-    // SAFETY: the callback frees this database's entry whichever way the worker ends, also when
-    // the connection below fails (a database dropped meanwhile).
+    let argument = arg.value() as u64;
+    let oid = pg_sys::Oid::from((argument & OID_MASK) as u32);
+    // SAFETY: the callback frees this taking's entry whichever way the worker ends, also when the
+    // connection below fails (a database dropped meanwhile).
     unsafe { pg_sys::before_shmem_exit(Some(free_database_entry), arg) };
     BackgroundWorker::connect_worker_to_spi_by_oid(Some(oid), None);
     BackgroundWorker::transaction(pin_settings);
     let state = shmem::shared();
-    for entry in &state.database_workers {
-        if entry.database.load(Ordering::Acquire) == u32::from(oid) {
-            // SAFETY: MyProc is this process's, valid until exit; the callback clears the pointer.
-            entry.latch.store(unsafe { &raw mut (*pg_sys::MyProc).procLatch }, Ordering::Release);
+    // Claims its entry, unless it was freed (this worker came up too late) or the database is
+    // the main one (renamed to pg_idgen.database meanwhile): one worker per database.
+    let claimed = {
+        let _lock = super::slot::SlotLock::exclusive();
+        match entry_of(argument) {
+            Some(entry) if state.main_database.load(Ordering::Acquire) != u32::from(oid) => {
+                // SAFETY: MyProc is this process's, valid until exit; `free` clears the pointer.
+                entry.latch.store(unsafe { &raw mut (*pg_sys::MyProc).procLatch }, Ordering::Release);
+                true
+            }
+            _ => false,
         }
+    };
+    if claimed {
+        // SAFETY: a catalog lookup, in a transaction; the name is copied before it ends.
+        let name = BackgroundWorker::transaction(|| unsafe {
+            let name = pg_sys::get_database_name(oid);
+            if name.is_null() { oid.to_string() } else { CStr::from_ptr(name).to_string_lossy().into_owned() }
+        });
+        serve(&name, Some(DATABASE_WORKER_IDLE_EXIT));
     }
-    // SAFETY: a catalog lookup, in a transaction; the name is copied before it ends.
-    let name = BackgroundWorker::transaction(|| unsafe {
-        let name = pg_sys::get_database_name(oid);
-        if name.is_null() { oid.to_string() } else { CStr::from_ptr(name).to_string_lossy().into_owned() }
-    });
-    serve(&name, Some(DATABASE_WORKER_IDLE_EXIT));
     // Code 0: a dynamic worker is never restarted; the next call that wants a range starts one.
     // SAFETY: ends this worker process; nothing of it is used after.
     unsafe { pg_sys::proc_exit(0) };
@@ -284,8 +327,10 @@ fn serve(database: &str, idle_exit: Option<Duration>) {
     let mut busy_at = std::time::Instant::now();
     loop {
         for need in ranges::needs(database_oid) {
-            busy_at = std::time::Instant::now();
             let outcome = source.allocate(&need);
+            if !matches!(outcome, Outcome::Failed(_)) {
+                busy_at = std::time::Instant::now();
+            }
             if ranges::publish(&need, &outcome) {
                 if let Outcome::Failed(message) = &outcome {
                     warning!(
