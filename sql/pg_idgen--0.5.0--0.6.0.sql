@@ -106,25 +106,25 @@ CREATE FUNCTION pg_idgen_node_lease_take(
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    -- The table, named through the extension's schema, whose owner must be trusted: the name is
+    -- The table, named through the extension's schema, whose owner must be a superuser: the name is
     -- parsed again by each statement below, and the owner of the schema could otherwise rename
     -- it away in between and plant a look-alike (src/remote.rs, extension_schema).
     t text := (SELECT pg_catalog.format('%I.node_lease', n.nspname)
                  FROM pg_catalog.pg_extension e JOIN pg_catalog.pg_namespace n
                    ON n.oid OPERATOR(pg_catalog.=) e.extnamespace
                 WHERE e.extname OPERATOR(pg_catalog.=) 'pg_idgen'
-                  AND (n.nspowner OPERATOR(pg_catalog.=) e.extowner OR COALESCE(
+                  AND COALESCE(
                        (SELECT r.rolsuper FROM pg_catalog.pg_roles r
                          WHERE r.oid OPERATOR(pg_catalog.=) CASE
                              WHEN n.nspowner OPERATOR(pg_catalog.=) 'pg_database_owner'::pg_catalog.regrole
                              THEN (SELECT d.datdba FROM pg_catalog.pg_database d WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database())
-                             ELSE n.nspowner END), false)));
+                             ELSE n.nspowner END), false));
     other record;
     chosen int;
     longest interval;
 BEGIN
     IF t IS NULL THEN
-        RAISE EXCEPTION USING ERRCODE = '42501', MESSAGE = 'pg_idgen''s schema in the node registry is owned by a role that is neither a superuser nor the extension''s owner';
+        RAISE EXCEPTION USING ERRCODE = '42501', MESSAGE = 'pg_idgen''s schema in the node registry is owned by a role that is not a superuser';
     END IF;
     IF holder IS NULL OR holder_name IS NULL OR layout IS NULL OR max_node_id IS NULL OR ttl_ms IS NULL
        OR margin_ms IS NULL OR ids_before_us IS NULL OR prefer IS NULL THEN
@@ -243,23 +243,23 @@ RETURNS boolean
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    -- The table, named through the extension's schema, whose owner must be trusted: the name is
+    -- The table, named through the extension's schema, whose owner must be a superuser: the name is
     -- parsed again by each statement below, and the owner of the schema could otherwise rename
     -- it away in between and plant a look-alike (src/remote.rs, extension_schema).
     t text := (SELECT pg_catalog.format('%I.node_lease', n.nspname)
                  FROM pg_catalog.pg_extension e JOIN pg_catalog.pg_namespace n
                    ON n.oid OPERATOR(pg_catalog.=) e.extnamespace
                 WHERE e.extname OPERATOR(pg_catalog.=) 'pg_idgen'
-                  AND (n.nspowner OPERATOR(pg_catalog.=) e.extowner OR COALESCE(
+                  AND COALESCE(
                        (SELECT r.rolsuper FROM pg_catalog.pg_roles r
                          WHERE r.oid OPERATOR(pg_catalog.=) CASE
                              WHEN n.nspowner OPERATOR(pg_catalog.=) 'pg_database_owner'::pg_catalog.regrole
                              THEN (SELECT d.datdba FROM pg_catalog.pg_database d WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database())
-                             ELSE n.nspowner END), false)));
+                             ELSE n.nspowner END), false));
     renewed boolean;
 BEGIN
     IF t IS NULL THEN
-        RAISE EXCEPTION USING ERRCODE = '42501', MESSAGE = 'pg_idgen''s schema in the node registry is owned by a role that is neither a superuser nor the extension''s owner';
+        RAISE EXCEPTION USING ERRCODE = '42501', MESSAGE = 'pg_idgen''s schema in the node registry is owned by a role that is not a superuser';
     END IF;
     IF ttl_ms NOT BETWEEN 1000 AND 3600000 OR margin_ms NOT BETWEEN 0 AND 3600000 THEN
         RAISE EXCEPTION USING ERRCODE = '22023', MESSAGE = 'pg_idgen_node_lease_renew(): an argument is out of range';

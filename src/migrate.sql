@@ -63,9 +63,9 @@ $$;
 COMMENT ON FUNCTION pg_idgen_require_ascending(regclass) IS
     'Internal: refuses a descending or cycling sequence, whose last value is not the largest number it handed out.';
 
--- Segment numbers are served only in pg_idgen.database of a server that preloads pg_idgen: a tag
--- made elsewhere, with its sequence stopped and its column's default switched, would leave every
--- insert failing.
+-- Segment numbers are served only on a server that preloads pg_idgen: a tag made elsewhere, with
+-- its sequence stopped and its column's default switched, would leave every insert failing. (A
+-- server with a segment authority refuses in segment_create(), which the conversion calls.)
 CREATE FUNCTION pg_idgen_require_segments(caller text)
 RETURNS void
 LANGUAGE plpgsql

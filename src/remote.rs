@@ -438,15 +438,15 @@ pub fn pin_session(connection: &Connection, timeout_ms: u64, deadline: Instant, 
 /// The schema of extension pg_idgen at the other server, quoted for a statement. Why looked up
 /// on every call: the schema may be renamed, the extension dropped and created again.
 ///
-/// Why the schema's owner must be trusted (a superuser, the extension's owner, or — for a schema
-/// owned by `pg_database_owner`, as `public` is — a database owned by a superuser): the function
+/// Why the schema's owner must be a superuser (for a schema owned by `pg_database_owner`, as
+/// `public` is: the database's owner): the function
 /// is then called by name in a second statement, and a schema's owner could rename it away in
 /// between and plant a function under the old name, which would run as the worker's role and
 /// could answer with numbers already handed out.
 pub fn extension_schema(connection: &Connection, deadline: Instant, stop: &dyn Fn() -> bool) -> Result<String, RemoteError> {
     let rows = connection.query(
         "SELECT n.nspname,
-                n.nspowner OPERATOR(pg_catalog.=) e.extowner OR COALESCE(
+                COALESCE(
                     (SELECT r.rolsuper FROM pg_catalog.pg_roles r
                       WHERE r.oid OPERATOR(pg_catalog.=) CASE
                           WHEN n.nspowner OPERATOR(pg_catalog.=) 'pg_database_owner'::pg_catalog.regrole
@@ -465,7 +465,7 @@ pub fn extension_schema(connection: &Connection, deadline: Instant, stop: &dyn F
         Some((Some(schema), false, owner)) => Err(RemoteError::Refused {
             sqlstate: "42501".into(),
             message: format!(
-                "pg_idgen's schema \"{schema}\" there is owned by \"{owner}\", who is neither a superuser nor the extension's owner; install the extension in a schema a superuser owns"
+                "pg_idgen's schema \"{schema}\" there is owned by \"{owner}\", who is not a superuser; install the extension in a schema a superuser owns"
             ),
         }),
         _ => Err(RemoteError::Refused { sqlstate: "42704".into(), message: "extension pg_idgen is not installed in that database".into() }),

@@ -266,7 +266,7 @@ const STRING_SETTINGS: [StringSetting; 7] = [
     StringSetting {
         name: c"pg_idgen.database",
         setting: &DATABASE,
-        short: c"Database the pg_idgen worker connects to; segment tags live in it.",
+        short: c"Database whose segment worker starts with the server (other databases get theirs on demand).",
         flags: GucFlags::empty(),
         check: check_database_name,
     },
@@ -281,7 +281,7 @@ const STRING_SETTINGS: [StringSetting; 7] = [
     StringSetting {
         name: c"pg_idgen.segment_authority",
         setting: &SEGMENT_AUTHORITY,
-        short: c"libpq connection string of the database whose tag table serves segment ranges to many servers (empty = the local pg_idgen.database).",
+        short: c"libpq connection string of the database whose tag table serves segment ranges to many servers (empty = each database's own tag table).",
         flags: GucFlags::SUPERUSER_ONLY,
         check: crate::remote::check_conninfo,
     },

@@ -489,6 +489,12 @@ fn servers_share_one_segment_number_space_and_outlast_an_authority_outage() {
     granted.batch_execute("ROLLBACK").unwrap();
     let error = granted.query("UPDATE segment_tag SET max_id = max_id + 1", &[]).expect_err("the role has no right on the table");
     assert_eq!(sqlstate(&error), "42501", "{error:?}");
+    // The superuser-only settings of the allocation do not outlive it in the caller's statement.
+    let after: String = granted
+        .query_one("SELECT (SELECT max_id FROM pg_idgen_segment_allocate('small', 0)), current_setting('session_replication_role')", &[])
+        .unwrap()
+        .get(1);
+    assert_eq!(after, "origin", "session_replication_role is back after the allocation");
     let setting = format!("pg_idgen.segment_authority = '{}'", conninfo_as(&authority, "idgen"));
     let settings = [setting.as_str(), "pg_idgen.segment_wait_timeout = '2s'", "pg_idgen.remote_timeout = '1s'"];
     let servers: Vec<Cluster> = (0..2).map(|i| started_cluster(&format!("authority-server{i}"), &settings)).collect();
@@ -496,6 +502,8 @@ fn servers_share_one_segment_number_space_and_outlast_an_authority_outage() {
         server.connect().batch_execute("CREATE TABLE got (n bigint NOT NULL DEFAULT segment_next('orders'), client int)").unwrap();
     }
     let mut db = servers[0].connect();
+    let error = db.query_one("SELECT segment_create('local')", &[]).expect_err("tags live at the authority");
+    assert_eq!(sqlstate(&error), "55000", "{error:?}");
     let error = db.query_one("SELECT segment_next('nope')", &[]).expect_err("the authority has no such tag");
     assert_eq!(sqlstate(&error), "42704", "{error:?}");
     assert!(error.as_db_error().unwrap().detail().unwrap_or_default().contains(&format!("port={}", authority.port)), "{error:?}");

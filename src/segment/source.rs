@@ -109,21 +109,13 @@ fn allocate_row(table: pg_sys::Oid, tag: &[u8], step: i64, nowait: bool) -> Resu
     }
 }
 
-/// Sets a parameter until the end of the current transaction (`SET LOCAL`), as the superuser
-/// that a SECURITY DEFINER function of pg_idgen runs as.
-fn set_local(name: &std::ffi::CStr, value: &std::ffi::CStr) {
-    // SAFETY: sets a parameter for the current transaction; both are C strings.
+/// Sets a parameter as the superuser a SECURITY DEFINER function of pg_idgen runs as: until the
+/// end of the transaction (`GUC_ACTION_LOCAL`), or until the current GUC nest level is popped
+/// (`GUC_ACTION_SAVE`).
+fn set_parameter(name: &std::ffi::CStr, value: &std::ffi::CStr, action: pg_sys::GucAction::Type) {
+    // SAFETY: sets a parameter; both are C strings.
     unsafe {
-        pg_sys::set_config_option(
-            name.as_ptr(),
-            value.as_ptr(),
-            pg_sys::GucContext::PGC_SUSET,
-            pg_sys::GucSource::PGC_S_SESSION,
-            pg_sys::GucAction::GUC_ACTION_LOCAL,
-            true,
-            0,
-            false,
-        );
+        pg_sys::set_config_option(name.as_ptr(), value.as_ptr(), pg_sys::GucContext::PGC_SUSET, pg_sys::GucSource::PGC_S_SESSION, action, true, 0, false);
     }
 }
 
@@ -156,15 +148,23 @@ fn pg_idgen_segment_allocate(
         );
     }
     // The range is the caller's once this statement commits: durably, whatever the session (or
-    // a connection pooler between) says; only triggers the table's owner enabled ALWAYS fire (as
-    // for the local worker); a row another server is allocating from is waited for, briefly.
-    set_local(c"synchronous_commit", c"on");
-    set_local(c"session_replication_role", c"replica");
-    set_local(c"lock_timeout", c"1000");
+    // a connection pooler between) says. Until the commit, so SET LOCAL.
+    set_parameter(c"synchronous_commit", c"on", pg_sys::GucAction::GUC_ACTION_LOCAL);
     let Some(table) = table::tag_table_oid() else {
         crate::errors::raise(PgSqlErrorCode::ERRCODE_UNDEFINED_OBJECT, "the segment tag table is missing".into(), None, None)
     };
-    match allocate_row(table, tag.0, min_len, false) {
+    // For the allocation only (restored before returning: the caller must not keep a superuser's
+    // session_replication_role for the rest of a DO block): only triggers the table's owner
+    // enabled ALWAYS fire, as for the local worker; a row another server is allocating from is
+    // waited for, briefly. An error aborts the (sub)transaction, which restores them too.
+    // SAFETY: a GUC nest level opened here and popped below.
+    let level = unsafe { pg_sys::NewGUCNestLevel() };
+    set_parameter(c"session_replication_role", c"replica", pg_sys::GucAction::GUC_ACTION_SAVE);
+    set_parameter(c"lock_timeout", c"1000", pg_sys::GucAction::GUC_ACTION_SAVE);
+    let allocated = allocate_row(table, tag.0, min_len, false);
+    // SAFETY: pops the nest level opened above.
+    unsafe { pg_sys::AtEOXact_GUC(true, level) };
+    match allocated {
         Ok(row) => TableIterator::new(row.into_iter()),
         Err(message) => crate::errors::raise(PgSqlErrorCode::ERRCODE_INTERNAL_ERROR, message, None, None),
     }
