@@ -48,6 +48,13 @@ fn lease_settings(registry: &Cluster, margin: &str, more: &[&str]) -> Vec<String
     settings
 }
 
+/// Configures a cluster made elsewhere (a standby) as such a server, with pg_idgen preloaded.
+fn configure_leasing(cluster: &Cluster, registry: &Cluster, margin: &str, more: &[&str]) {
+    let mut lines = vec!["shared_preload_libraries = 'pg_idgen'".to_string()];
+    lines.extend(lease_settings(registry, margin, more));
+    cluster.configure(&lines.iter().map(String::as_str).collect::<Vec<_>>());
+}
+
 /// Such a server, started.
 fn leasing(name: &str, registry: &Cluster, margin: &str, more: &[&str]) -> Cluster {
     let settings = lease_settings(registry, margin, more);
@@ -352,12 +359,7 @@ fn a_duplicate_fixed_node_id_and_a_promoted_standby_never_share_a_node_id() {
     let primary = leasing("fixed-primary", &registry, "2s", &[]);
     let primary_node = leased_node_id(&primary);
     let standby = Cluster::standby_of("fixed-standby", &primary);
-    standby.configure(&[
-        "shared_preload_libraries = 'pg_idgen'",
-        &format!("pg_idgen.node_registry = '{}'", registry_conninfo(&registry)),
-        TTL,
-        "pg_idgen.node_lease_margin = '2s'",
-    ]);
+    configure_leasing(&standby, &registry, "2s", &[]);
     standby.start();
     let state: String = standby.connect().query_one("SELECT state FROM node_lease_status()", &[]).unwrap().get(0);
     assert_eq!(state, "standby");
@@ -377,13 +379,7 @@ fn a_duplicate_fixed_node_id_and_a_promoted_standby_never_share_a_node_id() {
 
     // A fixed node id on a primary and its standby: promoted, the standby refuses.
     let fixed_standby = Cluster::standby_of("fixed-first-standby", &first);
-    fixed_standby.configure(&[
-        "shared_preload_libraries = 'pg_idgen'",
-        &format!("pg_idgen.node_registry = '{}'", registry_conninfo(&registry)),
-        TTL,
-        "pg_idgen.node_lease_margin = '2s'",
-        "pg_idgen.node_id = 7",
-    ]);
+    configure_leasing(&fixed_standby, &registry, "2s", &["pg_idgen.node_id = 7"]);
     fixed_standby.start();
     fixed_standby.promote();
     assert_eq!(answered_state(&fixed_standby), "refused");
