@@ -4,6 +4,8 @@
 # Needs the extension installed (scripts/test.sh does that first).
 #   tests/run_regress.sh              every test
 #   tests/run_regress.sh NAME...      only these tests (each phase's `setup` runs before them)
+# On the PostgreSQL of $PG_CONFIG (scripts/lib.sh: use_pg); tests of core functions newer than 15 run
+# on the majors that have them.
 cd "$(dirname "$0")/.."
 source scripts/lib.sh
 
@@ -13,6 +15,20 @@ OUT=$WORK_ROOT/regress-out
 trap 'cluster_remove regress' EXIT
 cluster_remove regress
 rm -rf "$OUT" && mkdir -p "$OUT"
+
+# The expected output of each test on this PostgreSQL: tests/expected/NAME.out, or where the server of a
+# newer major prints something else (its messages, its plans), tests/expected/pgV/NAME.out of the newest
+# V from 16 up to this major. Gathered, with the tests, into the input directory of pg_regress.
+INPUT=$OUT/input
+mkdir -p "$INPUT/expected"
+ln -s "$PWD/tests/sql" "$INPUT/sql"
+for expected in tests/expected/*.out; do
+    chosen=$expected
+    for ((major = 16; major <= PG_MAJOR; major++)); do
+        [ ! -f "tests/expected/pg$major/${expected##*/}" ] || chosen=tests/expected/pg$major/${expected##*/}
+    done
+    ln -s "$PWD/$chosen" "$INPUT/expected/"
+done
 
 # phase NAME DATABASE "CONF-LINE;..." TEST...
 # The first phase runs in the existing `postgres` database of a fresh cluster, because the
@@ -45,7 +61,7 @@ phase() {
     [ -n "$conf" ] && IFS=';' read -ra lines <<<"$conf"
     cluster_start regress $PORT "${lines[@]}"
     mkdir -p "$OUT/$name"
-    if ! "$PG_REGRESS" --bindir="$PG_BIN" --inputdir=tests --outputdir="$OUT/$name" \
+    if ! "$PG_REGRESS" --bindir="$PG_BIN" --inputdir="$INPUT" --outputdir="$OUT/$name" \
         --host="$WORK_ROOT/regress/socket" --port=$PORT --user=postgres --dbname="$database" "${existing[@]}" "$@"; then
         # pg_regress writes the diffs only when a test ran and differed.
         local diffs=$OUT/$name/regression.diffs
@@ -54,8 +70,12 @@ phase() {
     fi
 }
 
+# Tests of what core PostgreSQL has from some major on: UUIDv7s (uuidv7(), uuid_extract_timestamp()) from 18.
+since_major=()
+[ "$PG_MAJOR" -lt 18 ] || since_major+=(core_uuid)
+
 phase preloaded postgres "shared_preload_libraries = 'pg_idgen';pg_idgen.node_id = 7;pg_idgen.segment_wait_timeout = 3000" \
-    setup snowflake decode objectid uuid7 segment blocks text_form compose migrate status settings
+    setup snowflake decode objectid uuid7 segment blocks text_form compose migrate status settings "${since_major[@]}"
 phase node_id_unset pg_idgen_regress "shared_preload_libraries = 'pg_idgen'" setup node_id_unset
 phase not_preloaded pg_idgen_regress "" setup not_preloaded
 

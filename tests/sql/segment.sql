@@ -88,11 +88,14 @@ CREATE TABLE parallel_rows AS SELECT g FROM generate_series(1, 10000) AS g;
 SET max_parallel_workers_per_gather = 2;
 SET parallel_setup_cost = 0;
 SET parallel_tuple_cost = 0;
-SET force_parallel_mode = on;
+-- Why through pg_settings: PostgreSQL 16 renamed force_parallel_mode to debug_parallel_query.
+SELECT pg_catalog.set_config(name, 'on', false) AS parallel_forced
+  FROM pg_catalog.pg_settings WHERE name IN ('force_parallel_mode', 'debug_parallel_query');
 SELECT segment_create('parallel');
 EXPLAIN (COSTS OFF) SELECT count(DISTINCT segment_next('parallel')) FROM parallel_rows;
 SELECT count(DISTINCT segment_next('parallel')) AS distinct_numbers FROM parallel_rows;
-RESET force_parallel_mode;
+SELECT pg_catalog.set_config(name, 'off', false) AS parallel_forced
+  FROM pg_catalog.pg_settings WHERE name IN ('force_parallel_mode', 'debug_parallel_query');
 RESET max_parallel_workers_per_gather;
 RESET parallel_setup_cost;
 RESET parallel_tuple_cost;
