@@ -1,46 +1,84 @@
 #!/usr/bin/env bash
-# The Debian package (scripts/package.sh), installed for real: `dpkg -i` into the system
-# PostgreSQL 15, a preloaded cluster creates the extension and takes an id of each family, then
-# `dpkg -r` removes every file it installed. Afterwards the extension is installed again the way
-# the rest of the suite installs it, so the machine is left as it was. Run by `./dev test`.
+# The Debian package (scripts/package.sh) of PostgreSQL $PG_MAJOR. Run by `./dev test [--pg N]`.
+# - 15, which Debian's registry has: `dpkg -i` into the system PostgreSQL 15, a preloaded cluster
+#   creates the extension and takes an id of each family, then `dpkg -r` removes every file it
+#   installed.
+# - 16-18, which cannot be installed here (no postgresql-N package to depend on): the package's
+#   files are exactly the library and the SQL scripts, in Debian's paths for that major; they take
+#   the place of the installed extension in that version's own server (the PyPI build), and a
+#   preloaded cluster creates the extension and takes an id of each family.
+# Afterwards the extension is installed again the way the rest of the suite installs it, so the
+# machine is left as it was.
 cd "$(dirname "$0")/.."
 source scripts/lib.sh
 
 PORT=54333
-PACKAGE=postgresql-15-pg-idgen
+PACKAGE=postgresql-$PG_MAJOR-pg-idgen
 trap 'cluster_remove package; install_extension' EXIT
 fail() { echo "package test: $*" >&2; exit 1; }
 
+# ids_of_each_family: a preloaded cluster of the installed extension makes an id of each family.
+ids_of_each_family() {
+    cluster_remove package
+    cluster_start package $PORT "shared_preload_libraries = 'pg_idgen'" "pg_idgen.node_id = 3"
+    local result
+    result=$(cluster_psql package -qAt <<'SQL'
+CREATE EXTENSION pg_idgen;
+SELECT public.segment_create('packaged');
+SELECT (public.id_decode(public.snowflake_next())).node_id = 3
+   AND public.objectid_gen() IS NOT NULL
+   AND (public.id_decode(public.uuid_v7_next())).version = 7
+   AND public.segment_next('packaged') = 1;
+SQL
+    )
+    [ "$(echo "$result" | tail -1)" = t ] || fail "the packaged extension did not make ids: $result"
+    cluster_remove package
+}
+
 deb=$(scripts/package.sh | tail -1)
 [ -f "$deb" ] || fail "no package was built"
-dpkg-deb --field "$deb" Depends | grep -q "postgresql-15" || fail "the package does not depend on postgresql-15"
-say "dpkg -i $deb"
-dpkg -i "$deb" >/dev/null
-dpkg-query -W -f='${Status}' $PACKAGE | grep -q "install ok installed" || fail "dpkg does not list $PACKAGE as installed"
-library=$($PG_CONFIG --pkglibdir)/pg_idgen.so
-dpkg -S "$library" | grep -q "^$PACKAGE:" || fail "$library does not belong to the package"
-
-cluster_remove package
-cluster_start package $PORT "shared_preload_libraries = 'pg_idgen'" "pg_idgen.node_id = 3"
-result=$(cluster_psql package -qAt <<'SQL'
-CREATE EXTENSION pg_idgen;
-SELECT segment_create('packaged');
-SELECT (id_decode(snowflake_next())).node_id = 3
-   AND objectid_gen() IS NOT NULL
-   AND (id_decode(uuid_v7_next())).version = 7
-   AND segment_next('packaged') = 1;
-SQL
-)
-[ "$(echo "$result" | tail -1)" = t ] || fail "the packaged extension did not make ids: $result"
-cluster_remove package
-
-say "dpkg -r $PACKAGE"
-files=$(dpkg -L $PACKAGE | grep -E '\.(so|sql|control)$')
-dpkg -r $PACKAGE >/dev/null
-if dpkg-query -W -f='${Status}' $PACKAGE 2>/dev/null | grep -q "install ok installed"; then
-    fail "the package is still installed"
-fi
-for file in $files; do
-    [ ! -e "$file" ] || fail "$file is left after dpkg -r"
+dpkg-deb --field "$deb" Package | grep -qx "$PACKAGE" || fail "the package is not named $PACKAGE"
+dpkg-deb --field "$deb" Depends | grep -qE "(^|, )postgresql-$PG_MAJOR(,|$)" || fail "the package does not depend on postgresql-$PG_MAJOR"
+libdir=/usr/lib/postgresql/$PG_MAJOR/lib
+extdir=/usr/share/postgresql/$PG_MAJOR/extension
+# Every file is the library or a script or the control file of the extension, in Debian's paths.
+files=$(dpkg-deb --fsys-tarfile "$deb" | tar -t | grep -v '/$' | sed 's|^\./|/|')
+strays=$(echo "$files" | grep -vxE "$libdir/pg_idgen\.so|$extdir/pg_idgen(--[0-9.]+(--[0-9.]+)?\.sql|\.control)" || true)
+[ -z "$strays" ] || fail "files outside the extension's Debian paths: $strays"
+version=$(sed -n 's/^version = "\(.*\)"$/\1/p' Cargo.toml | head -1)
+for file in "$libdir/pg_idgen.so" "$extdir/pg_idgen.control" "$extdir/pg_idgen--$version.sql" sql/*.sql; do
+    [[ "$file" != sql/* ]] || file=$extdir/$(basename "$file")
+    echo "$files" | grep -qx "$file" || fail "the package lacks $file"
 done
-echo "package test: installed, made an id of each family, removed cleanly ($(echo "$files" | wc -l) files)"
+
+if [ "$PG_MAJOR" = 15 ]; then
+    say "dpkg -i $deb"
+    dpkg -i "$deb" >/dev/null
+    dpkg-query -W -f='${Status}' "$PACKAGE" | grep -q "install ok installed" || fail "dpkg does not list $PACKAGE as installed"
+    library=$($PG_CONFIG --pkglibdir)/pg_idgen.so
+    dpkg -S "$library" | grep -q "^$PACKAGE:" || fail "$library does not belong to the package"
+    ids_of_each_family
+
+    say "dpkg -r $PACKAGE"
+    installed=$(dpkg -L "$PACKAGE" | grep -E '\.(so|sql|control)$')
+    dpkg -r "$PACKAGE" >/dev/null
+    if dpkg-query -W -f='${Status}' "$PACKAGE" 2>/dev/null | grep -q "install ok installed"; then
+        fail "the package is still installed"
+    fi
+    for file in $installed; do
+        [ ! -e "$file" ] || fail "$file is left after dpkg -r"
+    done
+    echo "package test: installed, made an id of each family, removed cleanly ($(echo "$installed" | wc -l) files)"
+else
+    say "the files of $deb in PostgreSQL $PG_MAJOR's own installation ($PG_BIN)"
+    unpacked=$WORK_ROOT/package-unpacked
+    rm -rf "$unpacked" && dpkg-deb -x "$deb" "$unpacked"
+    # Why remove first: only the package's files may be there to load.
+    rm -f "$($PG_CONFIG --pkglibdir)"/pg_idgen.so "$($PG_CONFIG --sharedir)"/extension/pg_idgen*
+    cp "$unpacked$libdir/pg_idgen.so" "$($PG_CONFIG --pkglibdir)/"
+    cp "$unpacked$extdir"/pg_idgen* "$($PG_CONFIG --sharedir)/extension/"
+    cmp -s "$unpacked$libdir/pg_idgen.so" "$($PG_CONFIG --pkglibdir)/pg_idgen.so" || fail "the library was not copied"
+    ids_of_each_family
+    rm -rf "$unpacked"
+    echo "package test: $(echo "$files" | wc -l) files in Debian's paths for PostgreSQL $PG_MAJOR; its library made an id of each family in PostgreSQL $PG_MAJOR"
+fi
