@@ -59,10 +59,14 @@ runs() {
 summary=()
 # timed LABEL COMMAND...: runs COMMAND, notes LABEL and its duration for the summary.
 timed() {
-    local label=$1 start=$SECONDS
+    local label=$1 start=$SECONDS status=0
     shift
-    "$@"
-    summary+=("$(printf '%-28s %4d:%02d' "$label" $(((SECONDS - start) / 60)) $(((SECONDS - start) % 60)))")
+    # Why each function ends in the command whose status counts: set -e does not apply under ||.
+    "$@" || status=$?
+    local outcome=ok
+    [ $status -eq 0 ] || outcome="FAILED (exit $status)"
+    summary+=("$(printf '%-28s %4d:%02d  %s' "$label" $(((SECONDS - start) / 60)) $(((SECONDS - start) % 60)) "$outcome")")
+    [ $status -eq 0 ] || exit $status
 }
 
 unit_tests() {
