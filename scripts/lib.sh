@@ -34,6 +34,14 @@ use_pg() {
     # Why exported: the scripts run by ./dev, build.rs, pgrx's build (PGRX_PG_CONFIG_PATH) and the
     # system tests' harness (PG_CONFIG) read them. cargo pgrx picks the pgN feature from pg_config.
     export PG_MAJOR PG_CONFIG PGRX_PG_CONFIG_PATH=$PG_CONFIG
+    # PyPI's builds were made for /opt/postgresql: their modules look for their own libpq there, and
+    # without this would take the system's (15's), which lacks what newer modules call (postgres_fdw
+    # on 17 and 18: PQcancelStart). Its lib directory holds PostgreSQL's own libraries only.
+    if [ "$PG_MAJOR" = 15 ]; then
+        export LD_LIBRARY_PATH=$LD_LIBRARY_PATH_OUTSIDE
+    else
+        export LD_LIBRARY_PATH=$(dirname "$(dirname "$PG_CONFIG")")/lib${LD_LIBRARY_PATH_OUTSIDE:+:$LD_LIBRARY_PATH_OUTSIDE}
+    fi
     PG_BIN=
     [ ! -x "$PG_CONFIG" ] || find_pg_bin
 }
@@ -58,6 +66,10 @@ take_pg_option() {
     done
     [ -z "$PG_CHOSEN" ] || pg_config_of "$PG_CHOSEN" >/dev/null || exit 2
 }
+
+# The library path this project was started with, which use_pg extends for PyPI's builds.
+LD_LIBRARY_PATH_OUTSIDE=${LD_LIBRARY_PATH_OUTSIDE-${LD_LIBRARY_PATH:-}}
+export LD_LIBRARY_PATH_OUTSIDE
 
 # PG_MAJOR from the calling script (use_pg exports it: ./dev --pg N), else 15.
 use_pg "${PG_MAJOR:-15}"
