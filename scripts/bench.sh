@@ -3,7 +3,7 @@
 # measured in the same run. Prints each function's best time, calls/s, cost per call above the
 # empty generate_series baseline, and the ratios the project's targets are stated in; then the
 # rate with 1, 2 and 4 concurrent clients (pgbench), and the sustained snowflake rate.
-#   ./dev bench            (N=5000000, 3 interleaved rounds)
+#   ./dev bench [--pg N]   (N=5000000, 3 interleaved rounds; on 18 also core uuidv7())
 #   N=1000000 ROUNDS=1 ./dev bench
 #   BASELINE_REV=<git revision> ./dev bench
 #                          also times snowflake_next() and uuid_v7_next() of that revision against
@@ -53,8 +53,11 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f%%", 100 * a / b }'; }
 if [ -z "${ONLY_COMPARE:-}" ]; then
     # 1. Cost per call of every generator. For snowflake, a layout whose cap (262,144,000 ids/s) is far above what one backend can
     #    call, so the generator never waits for the clock and only its own cost shows.
-    measure "cost per call, snowflake layout 41/4/18 (cap far above the call rate), N=$N" \
-        "{g,snowflake_next(),\"nextval('bench_seq')\",gen_random_uuid(),objectid_gen(),uuid_v7_next(),\"segment_next('bench_1k')\",\"segment_next('bench_100k')\"}" \
+    # PostgreSQL 18 has a UUIDv7 generator of its own, uuidv7(): timed in the same run, as the yardstick.
+    core_uuidv7=
+    [ "$PG_MAJOR" -lt 18 ] || core_uuidv7=",uuidv7()"
+    measure "cost per call on PostgreSQL $PG_MAJOR, snowflake layout 41/4/18 (cap far above the call rate), N=$N" \
+        "{g,snowflake_next(),\"nextval('bench_seq')\",gen_random_uuid()$core_uuidv7,objectid_gen(),uuid_v7_next(),\"segment_next('bench_1k')\",\"segment_next('bench_100k')\"}" \
         "pg_idgen.node_id = 1" "pg_idgen.node_bits = 4" "pg_idgen.sequence_bits = 18" keep-running
     snow=$(column 'snowflake_next()' 4)
     seq=$(column "nextval('bench_seq')" 4)
@@ -64,6 +67,10 @@ if [ -z "${ONLY_COMPARE:-}" ]; then
     for f in 'objectid_gen()' 'uuid_v7_next()'; do
         echo "$f cost above baseline: $(ratio "$(column "$f" 4)" "$uuid") of gen_random_uuid()'s (target: <= 50%)"
     done
+    if [ -n "$core_uuidv7" ]; then
+        echo "uuid_v7_next() cost above baseline: $(ratio "$(column 'uuid_v7_next()' 4)" "$(column 'uuidv7()' 4)") of core uuidv7()'s (target: <= 25%)"
+        echo "uuidv7() cost above baseline: $(ratio "$(column 'uuidv7()' 4)" "$uuid") of gen_random_uuid()'s"
+    fi
     for f in "segment_next('bench_1k')" "segment_next('bench_100k')"; do
         echo "$f cost above baseline: $(ratio "$(column "$f" 4)" "$seq") of nextval()'s (target: <= 33%)"
     done
