@@ -125,11 +125,30 @@ impl Generator {
         (last >= cell.floor.load(Ordering::Relaxed)).then_some(last)
     }
 
-    /// Makes `floor` the smallest stamp this generator may hand out from now on (it only rises).
+    /// Makes `floor` the smallest stamp this generator may hand out from now on (it only rises),
+    /// and starts the floor's clock at its time.
     pub fn raise_floor(&self, state: &SharedState, floor: Stamp) {
         let cell = self.cell(state);
+        let offset_us = self.shape.start_us(floor) - clock::monotonic_micros();
+        cell.floor_clock_offset_us.fetch_max(offset_us, Ordering::SeqCst);
         cell.floor.fetch_max(floor, Ordering::SeqCst);
         cell.last.fetch_max(floor.saturating_sub(1), Ordering::SeqCst);
+    }
+
+    /// Where borrowing counts from when values run ahead of the clock (`now_us`): the later of
+    /// the clock and the floor. Under keep_generating the floor's clock runs on from the floor's
+    /// time at the monotonic clock's speed, so after a restart onto a slow clock (or a crash, or
+    /// an advance, or a lease taken over from a server whose clock was ahead) values continue
+    /// from the floor at full speed, as after a step back, instead of stopping once one borrow's
+    /// worth is used. Under refuse the floor stays where it is, so calls fail until the wall
+    /// clock has caught up, as that policy promises.
+    #[cold]
+    fn borrow_origin_us(&self, cell: &GeneratorCell, config: &Config, now_us: i64) -> i64 {
+        let floor_us = match config.clock_step_policy {
+            StepPolicy::KeepGenerating => clock::monotonic_micros() + cell.floor_clock_offset_us.load(Ordering::Relaxed),
+            StepPolicy::Refuse => self.shape.start_us(cell.floor.load(Ordering::Relaxed)),
+        };
+        now_us.max(floor_us)
     }
 
     /// Lets the generator reach a new durable mark (`mark_limit` only rises).
@@ -190,16 +209,19 @@ impl Generator {
             let candidate_tick = shape.tick_of(block_end);
             // Why the floor: after a restart or an advance past a restored id, values continue
             // from the floor even while it is ahead of the clock; borrowing counts from there.
-            // So the lead shrinks as the clock catches up, instead of the clock being moved.
-            if candidate_tick > now_tick + borrow_ticks
-                && candidate_tick > shape.tick_of(cell.floor.load(Ordering::Relaxed)) + borrow_ticks
-            {
-                // Ahead of the clock by more than we may borrow: wait until it is close enough.
-                let behind_us = shape.clock.tick_start_us(candidate_tick - borrow_ticks) - now_us;
-                waited_us += self.wait_for_clock(config, behind_us, waited_us);
-                last = cell.last.load(Ordering::Relaxed);
-                now_us = Self::now_us(state, config);
-                continue;
+            // The values' time stays that of the clock, so the lead shrinks as the clock catches
+            // up whenever values are made slower than the cap, instead of the clock being moved.
+            if candidate_tick > now_tick + borrow_ticks {
+                let origin_us = self.borrow_origin_us(cell, config, now_us);
+                let origin_tick = shape.clock.tick_at(origin_us).unwrap_or(shape.clock.max_tick);
+                if candidate_tick > origin_tick + borrow_ticks {
+                    // Ahead by more than we may borrow: wait until it is close enough.
+                    let behind_us = shape.clock.tick_start_us(candidate_tick - borrow_ticks) - origin_us;
+                    waited_us += self.wait_for_clock(config, behind_us, waited_us);
+                    last = cell.last.load(Ordering::Relaxed);
+                    now_us = Self::now_us(state, config);
+                    continue;
+                }
             }
             if candidate_tick > shape.clock.max_tick {
                 self.outside_clock(shape.clock.tick_start_us(candidate_tick));

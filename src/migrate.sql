@@ -7,14 +7,48 @@
 -- schema in the dynamic SQL, and no object of the caller's schemas can stand in for one of ours.
 -- Why row_security = off: a maximum read under a row-level security policy could miss rows; off,
 -- such a table is an error instead of a wrong start.
--- Why pg_idgen's own functions are called through `ext`, the extension's schema looked up when
--- they run, and with arguments of their exact types: a schema name written into this script at
--- install time can be renamed away by the schema's owner, who then plants functions under it;
--- an untyped argument could pick a planted overload of a better match.
+-- Why pg_idgen's own functions are called through the schema idgen_internal, never by the name
+-- of the extension's schema: that schema (often public) belongs to the database owner, who can
+-- rename it at any moment, even while a superuser's conversion waits for a lock, create a new one
+-- under the old name and plant functions there. idgen_internal belongs to the superuser who
+-- installed the extension, and its functions are SQL-standard bodies (BEGIN ATOMIC), which
+-- PostgreSQL parses once, at install time, and keeps as references to pg_idgen's functions by
+-- OID: no name is looked up when they run. A new column default, which must name the generator,
+-- is checked after it is set: it must call pg_idgen's own function (by OID), or nothing is done.
+
+CREATE SCHEMA idgen_internal;
+COMMENT ON SCHEMA idgen_internal IS
+    'pg_idgen: fixed references to its own functions, for its PL/pgSQL (not for direct use).';
+GRANT USAGE ON SCHEMA idgen_internal TO PUBLIC;
+
+CREATE FUNCTION idgen_internal.snowflake_next() RETURNS bigint
+LANGUAGE sql VOLATILE BEGIN ATOMIC SELECT @extschema@.snowflake_next(); END;
+CREATE FUNCTION idgen_internal.snowflake_advance_past(id bigint) RETURNS void
+LANGUAGE sql VOLATILE BEGIN ATOMIC SELECT @extschema@.snowflake_advance_past(id); END;
+CREATE FUNCTION idgen_internal.may_advance_snowflake() RETURNS boolean
+LANGUAGE sql STABLE BEGIN ATOMIC
+    SELECT pg_catalog.has_function_privilege('@extschema@.snowflake_advance_past(bigint)'::pg_catalog.regprocedure::pg_catalog.oid, 'EXECUTE');
+END;
+CREATE FUNCTION idgen_internal.segment_create(tag text, first_number bigint, step int, description text) RETURNS void
+LANGUAGE sql VOLATILE BEGIN ATOMIC SELECT @extschema@.segment_create(tag, first_number, step, description); END;
+CREATE FUNCTION idgen_internal.require_preload() RETURNS bigint
+LANGUAGE sql VOLATILE BEGIN ATOMIC SELECT pg_catalog.count(*) FROM @extschema@.pg_idgen_generators(); END;
+-- The generators a converted column's default calls, as OIDs (a regprocedure constant is bound at install).
+CREATE FUNCTION idgen_internal.snowflake_generator() RETURNS oid
+LANGUAGE sql IMMUTABLE BEGIN ATOMIC SELECT '@extschema@.snowflake_next()'::pg_catalog.regprocedure::pg_catalog.oid; END;
+CREATE FUNCTION idgen_internal.segment_generator() RETURNS oid
+LANGUAGE sql IMMUTABLE BEGIN ATOMIC SELECT '@extschema@.segment_next(text)'::pg_catalog.regprocedure::pg_catalog.oid; END;
+COMMENT ON FUNCTION idgen_internal.snowflake_next() IS 'Internal: snowflake_next(), bound by OID.';
+COMMENT ON FUNCTION idgen_internal.snowflake_advance_past(bigint) IS 'Internal: snowflake_advance_past(), bound by OID.';
+COMMENT ON FUNCTION idgen_internal.may_advance_snowflake() IS 'Internal: whether the caller may call snowflake_advance_past().';
+COMMENT ON FUNCTION idgen_internal.segment_create(text, bigint, int, text) IS 'Internal: segment_create(), bound by OID.';
+COMMENT ON FUNCTION idgen_internal.require_preload() IS 'Internal: raises 55000 unless pg_idgen is preloaded (pg_idgen_generators(), bound by OID).';
+COMMENT ON FUNCTION idgen_internal.snowflake_generator() IS 'Internal: the OID of snowflake_next(), which a converted column''s default must call.';
+COMMENT ON FUNCTION idgen_internal.segment_generator() IS 'Internal: the OID of segment_next(text), which a converted column''s default must call.';
 
 -- A sequence whose numbers a segment tag continues must hand out no more: set to its maximum
 -- (its minimum if descending) and to NO CYCLE, its next nextval() fails (2200H).
-CREATE FUNCTION pg_idgen_stop_sequence(sequence_name regclass)
+CREATE FUNCTION idgen_internal.stop_sequence(sequence_name regclass)
 RETURNS void
 LANGUAGE plpgsql
 SECURITY INVOKER
@@ -29,13 +63,13 @@ BEGIN
       WHERE s.seqrelid OPERATOR(pg_catalog.=) sequence_name;
 END
 $$;
-COMMENT ON FUNCTION pg_idgen_stop_sequence(regclass) IS
+COMMENT ON FUNCTION idgen_internal.stop_sequence(regclass) IS
     'Internal: sets a sequence to its maximum (minimum if descending) and NO CYCLE, so that nextval() on it fails.';
 
 -- A sequence's last value is the largest number it handed out only if it ascends and never
 -- wrapped: a descending or cycling one is refused (checked before the conversion's ALTER
 -- SEQUENCE … NO CYCLE, which would hide the cycling).
-CREATE FUNCTION pg_idgen_require_ascending(sequence_name regclass)
+CREATE FUNCTION idgen_internal.require_ascending(sequence_name regclass)
 RETURNS void
 LANGUAGE plpgsql
 SECURITY INVOKER
@@ -60,30 +94,72 @@ BEGIN
     END IF;
 END
 $$;
-COMMENT ON FUNCTION pg_idgen_require_ascending(regclass) IS
+COMMENT ON FUNCTION idgen_internal.require_ascending(regclass) IS
     'Internal: refuses a descending or cycling sequence, whose last value is not the largest number it handed out.';
 
 -- Segment numbers are served only on a server that preloads pg_idgen: a tag made elsewhere, with
 -- its sequence stopped and its column's default switched, would leave every insert failing. (A
 -- server with a segment authority refuses in segment_create(), which the conversion calls.)
-CREATE FUNCTION pg_idgen_require_segments(caller text)
+CREATE FUNCTION idgen_internal.require_segments(caller text)
+RETURNS void
+LANGUAGE plpgsql
+SECURITY INVOKER
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM idgen_internal.require_preload();  -- 55000 without shared_preload_libraries
+END
+$$;
+COMMENT ON FUNCTION idgen_internal.require_segments(text) IS
+    'Internal: refuses unless segment numbers are served (pg_idgen preloaded).';
+
+-- The conversions name tables and sequences in statements that wait for locks, and PostgreSQL
+-- looks a name up again after such a wait: the owner of a schema could rename it meanwhile and
+-- put a relation of its own under the name (with a CHECK constraint, a view's function, a cast)
+-- to run as the caller. And ALTER TABLE … TYPE runs a table's CHECK constraints with the
+-- caller's privileges. So a relation is named only when the caller owns it and its schema is the
+-- caller's or a superuser's (pg_database_owner's: the database owner's): nobody else can rename
+-- either. A superuser converts another role's table as that role (SET ROLE).
+CREATE FUNCTION idgen_internal.require_own_relation(rel regclass, caller text)
 RETURNS void
 LANGUAGE plpgsql
 SECURITY INVOKER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    ext name := (SELECT n.nspname FROM pg_catalog.pg_extension AS e JOIN pg_catalog.pg_namespace AS n ON n.oid OPERATOR(pg_catalog.=) e.extnamespace WHERE e.extname OPERATOR(pg_catalog.=) 'pg_idgen');
+    me          oid := (SELECT r.oid FROM pg_catalog.pg_roles AS r WHERE r.rolname OPERATOR(pg_catalog.=) CURRENT_USER);
+    owner       oid;
+    schema      name;
+    schema_by   oid;
 BEGIN
-    EXECUTE pg_catalog.format('SELECT %I.pg_idgen_generators()', ext);  -- 55000 without shared_preload_libraries
+    SELECT c.relowner, n.nspname,
+           CASE WHEN n.nspowner OPERATOR(pg_catalog.=) 'pg_database_owner'::pg_catalog.regrole
+                THEN (SELECT d.datdba FROM pg_catalog.pg_database AS d WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database())
+                ELSE n.nspowner END
+      INTO owner, schema, schema_by
+      FROM pg_catalog.pg_class AS c JOIN pg_catalog.pg_namespace AS n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
+     WHERE c.oid OPERATOR(pg_catalog.=) rel;
+    IF owner OPERATOR(pg_catalog.<>) me THEN
+        RAISE EXCEPTION '%: % belongs to %, not to %', caller, rel, owner::pg_catalog.regrole, CURRENT_USER
+            USING ERRCODE = 'insufficient_privilege',
+                  DETAIL = 'A conversion alters and reads it with your privileges: its constraints would run with them.',
+                  HINT = pg_catalog.format('Convert as its owner: SET ROLE %I; then call %s again.', owner::pg_catalog.regrole, caller);
+    END IF;
+    IF schema_by OPERATOR(pg_catalog.<>) me
+       AND NOT COALESCE((SELECT r.rolsuper FROM pg_catalog.pg_roles AS r WHERE r.oid OPERATOR(pg_catalog.=) schema_by), false) THEN
+        RAISE EXCEPTION '%: schema % of % belongs to %, who could rename it while the conversion waits for a lock', caller, schema, rel, schema_by::pg_catalog.regrole
+            USING ERRCODE = 'insufficient_privilege',
+                  DETAIL = 'The conversion names the relation after waiting for locks; a renamed schema would give the name to another relation, whose code would run with your privileges.',
+                  HINT = pg_catalog.format('Convert as %I (SET ROLE), or let a superuser or you own schema %I.', schema_by::pg_catalog.regrole, schema);
+    END IF;
 END
 $$;
-COMMENT ON FUNCTION pg_idgen_require_segments(text) IS
-    'Internal: refuses unless segment numbers are served (pg_idgen preloaded).';
+COMMENT ON FUNCTION idgen_internal.require_own_relation(regclass, text) IS
+    'Internal: refuses a relation the caller does not own, or whose schema another role than the caller or a superuser owns.';
 
 -- The work shared by snowflake_convert_column() and segment_convert_column(); `family` is
 -- 'snowflake' or 'segment' (then `tag` and `step` make the tag).
-CREATE FUNCTION pg_idgen_convert_column(table_name regclass, column_name name, family text,
+CREATE FUNCTION idgen_internal.convert_column(table_name regclass, column_name name, family text,
                                         tag text, step int)
 RETURNS void
 LANGUAGE plpgsql
@@ -118,17 +194,18 @@ DECLARE
     others      text;
     alterations text[] := '{}';   -- one ALTER TABLE per table to widen, run once all are checked
     altered     regclass[];       -- the tables to widen
+    widened_table regclass;
     widened     text[] := '{}';   -- what they widen, for the notices
     statement   text;
     next_id     bigint;
-    ext name := (SELECT n.nspname FROM pg_catalog.pg_extension AS e JOIN pg_catalog.pg_namespace AS n ON n.oid OPERATOR(pg_catalog.=) e.extnamespace WHERE e.extname OPERATOR(pg_catalog.=) 'pg_idgen');
+    generator   oid;        -- the function the new default must call
 BEGIN
     IF table_name IS NULL OR column_name IS NULL THEN
         RAISE EXCEPTION '%: table_name and column_name must not be NULL', caller
             USING ERRCODE = 'null_value_not_allowed';
     END IF;
     IF family IS NULL OR family NOT IN ('snowflake', 'segment') THEN
-        RAISE EXCEPTION 'pg_idgen_convert_column: family must be snowflake or segment, not %', pg_catalog.quote_nullable(family)
+        RAISE EXCEPTION 'idgen_internal.convert_column: family must be snowflake or segment, not %', pg_catalog.quote_nullable(family)
             USING ERRCODE = 'invalid_parameter_value',
                   HINT = 'Call snowflake_convert_column() or segment_convert_column().';
     END IF;
@@ -136,7 +213,7 @@ BEGIN
         RAISE EXCEPTION '%: tag must not be NULL', caller USING ERRCODE = 'null_value_not_allowed';
     END IF;
     IF family OPERATOR(pg_catalog.=) 'segment' THEN
-        EXECUTE pg_catalog.format('SELECT %I.pg_idgen_require_segments($1)', ext) USING caller;
+        PERFORM idgen_internal.require_segments(caller);
     END IF;
 
     -- Why the kind before the lock: LOCK TABLE takes views too, and refuses sequences with a
@@ -158,6 +235,7 @@ BEGIN
                               ELSE 'Give an ordinary or a partitioned table.' END;
     END IF;
 
+    PERFORM idgen_internal.require_own_relation(table_name, caller);
     -- Why ACCESS EXCLUSIVE before anything is read: no insert can slip in between reading the
     -- largest value and switching the default (ALTER TABLE would take this lock anyway).
     EXECUTE pg_catalog.format('LOCK TABLE %s IN ACCESS EXCLUSIVE MODE', table_name);
@@ -252,7 +330,7 @@ BEGIN
 
     FOREACH seq IN ARRAY pg_catalog.array_append(sequences, identity_sequence) LOOP
         CONTINUE WHEN seq IS NULL;
-        EXECUTE pg_catalog.format('SELECT %I.pg_idgen_require_ascending($1)', ext) USING seq;
+        PERFORM idgen_internal.require_ascending(seq);
     END LOOP;
     IF family OPERATOR(pg_catalog.=) 'segment' THEN
         -- A sequence left to hand out numbers would hand out the tag's: it is exhausted below,
@@ -287,6 +365,7 @@ BEGIN
         -- no number is handed out between reading the sequence and stopping it.
         FOREACH seq IN ARRAY pg_catalog.array_append(sequences, identity_sequence) LOOP
             CONTINUE WHEN seq IS NULL;
+            PERFORM idgen_internal.require_own_relation(seq, caller);
             EXECUTE pg_catalog.format('ALTER SEQUENCE %s NO CYCLE', seq);
         END LOOP;
     END IF;
@@ -297,7 +376,9 @@ BEGIN
        INTO largest;
     FOREACH seq IN ARRAY pg_catalog.array_append(sequences, identity_sequence) LOOP
         CONTINUE WHEN seq IS NULL;
-        EXECUTE pg_catalog.format('SELECT last_value, is_called FROM %s', seq) INTO seq_last, seq_called;
+        -- By OID: a sequence only read need not be the caller's (NULL: never called).
+        seq_last := pg_catalog.pg_sequence_last_value(seq);
+        seq_called := seq_last IS NOT NULL;
         IF seq_called AND (largest IS NULL OR seq_last OPERATOR(pg_catalog.>) largest) THEN
             largest := seq_last;
         END IF;
@@ -308,29 +389,29 @@ BEGIN
         -- server is above the id it returns now, exactly, also while the generator runs ahead of
         -- the wall clock or lags it (a forward step not followed yet). The id taken here is a
         -- gap, like a rolled-back insert's.
-        EXECUTE pg_catalog.format('SELECT %I.snowflake_next()', ext) INTO next_id;
+        next_id := idgen_internal.snowflake_next();
         must_advance := COALESCE(largest OPERATOR(pg_catalog.>=) next_id, false);
-        IF must_advance AND NOT pg_catalog.has_function_privilege(
-               pg_catalog.format('%I.snowflake_advance_past(pg_catalog.int8)', ext), 'EXECUTE') THEN
+        IF must_advance AND NOT idgen_internal.may_advance_snowflake() THEN
             RAISE EXCEPTION 'permission denied for function snowflake_advance_past'
                 USING ERRCODE = 'insufficient_privilege',
                       DETAIL = pg_catalog.format('The largest value of %s, %s, is not below the snowflake ids this server makes now: they must be advanced past it first.',
                                                  target, largest),
                       HINT = 'Ask a superuser to GRANT EXECUTE ON FUNCTION snowflake_advance_past(bigint) to you.';
         END IF;
-        new_default := pg_catalog.format('%I.snowflake_next()', ext);
+        generator := idgen_internal.snowflake_generator();
+        new_default := pg_catalog.format('%s()', generator::pg_catalog.regproc);
     ELSE
         first_number := GREATEST(largest, 0) OPERATOR(pg_catalog.+) 1;
         BEGIN
-            EXECUTE pg_catalog.format('SELECT %I.segment_create($1, $2, $3, $4)', ext)
-              USING tag, first_number, step, pg_catalog.format('numbers of %s', target);
+            PERFORM idgen_internal.segment_create(tag, first_number, step, pg_catalog.format('numbers of %s', target));
         EXCEPTION WHEN unique_violation THEN
             RAISE EXCEPTION 'segment tag "%" exists already', tag
                 USING ERRCODE = 'duplicate_object',
                       HINT = pg_catalog.format('Choose another tag, or drop this one first with segment_drop(%L) if no table uses it.', tag);
         END;
         RAISE NOTICE 'created segment tag "%" starting at %', tag, first_number;
-        new_default := pg_catalog.format('%I.segment_next(%L::pg_catalog.text)', ext, tag);
+        generator := idgen_internal.segment_generator();
+        new_default := pg_catalog.format('%s(%L::pg_catalog.text)', generator::pg_catalog.regproc, tag);
     END IF;
 
     IF col_identity OPERATOR(pg_catalog.<>) '' THEN
@@ -396,6 +477,9 @@ BEGIN
                   DETAIL = pg_catalog.format('They are %s: their foreign keys reference it, or they inherit from a table that is widened. Altered here, their constraints would run with your privileges.', others),
                   HINT = 'Their owners widen those columns first (ALTER TABLE … ALTER COLUMN … TYPE bigint), then convert again.';
     END IF;
+    FOREACH widened_table IN ARRAY COALESCE(altered, ARRAY[]::pg_catalog.regclass[]) LOOP
+        PERFORM idgen_internal.require_own_relation(widened_table, caller);
+    END LOOP;
     FOREACH statement IN ARRAY alterations LOOP
         EXECUTE statement;
     END LOOP;
@@ -404,10 +488,23 @@ BEGIN
     END LOOP;
 
     EXECUTE pg_catalog.format('ALTER TABLE %s ALTER COLUMN %I SET DEFAULT %s', table_name, column_name, new_default);
+    -- Why check: the default was parsed from a name, after the waits for locks; a schema renamed
+    -- meanwhile could have given it a planted function. It must call the generator alone, by OID.
+    IF (SELECT pg_catalog.array_agg(DISTINCT d.refobjid) FROM pg_catalog.pg_attrdef AS ad
+          JOIN pg_catalog.pg_depend AS d ON d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_attrdef'::pg_catalog.regclass
+                                         AND d.objid OPERATOR(pg_catalog.=) ad.oid
+                                         AND d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass
+         WHERE ad.adrelid OPERATOR(pg_catalog.=) table_name AND ad.adnum OPERATOR(pg_catalog.=) col_attnum)
+       IS DISTINCT FROM ARRAY[generator] THEN
+        RAISE EXCEPTION 'the new default of % does not call pg_idgen''s %', target, generator::pg_catalog.regprocedure
+            USING ERRCODE = 'insufficient_privilege',
+                  DETAIL = pg_catalog.format('It is %s: the extension''s schema was renamed while the conversion waited, and a function of that name planted.', new_default),
+                  HINT = 'Nothing was converted. Find out who renamed the schema.';
+    END IF;
     RAISE NOTICE 'default of % is now %', target, new_default;
     FOREACH seq IN ARRAY sequences LOOP
         IF family OPERATOR(pg_catalog.=) 'segment' THEN
-            EXECUTE pg_catalog.format('SELECT %I.pg_idgen_stop_sequence($1)', ext) USING seq;
+            PERFORM idgen_internal.stop_sequence(seq);
             RAISE NOTICE 'sequence % is stopped (nextval() on it fails: tag "%" continues its numbers); drop it once nothing uses it', seq, tag;
         ELSE
             RAISE NOTICE 'sequence % is left in place; drop it once nothing else uses it', seq;
@@ -416,14 +513,14 @@ BEGIN
 
     IF must_advance THEN
         -- Last: it is not undone by a rollback, so every step that could fail comes before it.
-        EXECUTE pg_catalog.format('SELECT %I.snowflake_advance_past($1)', ext) USING largest;
+        PERFORM idgen_internal.snowflake_advance_past(largest);
         RAISE NOTICE 'advanced snowflake ids past %, the largest value of %', largest, target;
     ELSIF family OPERATOR(pg_catalog.=) 'snowflake' AND largest IS NOT NULL THEN
         RAISE NOTICE 'snowflake ids are above every value of % already (the largest is %)', target, largest;
     END IF;
 END
 $convert$;
-COMMENT ON FUNCTION pg_idgen_convert_column(regclass, name, text, text, int) IS
+COMMENT ON FUNCTION idgen_internal.convert_column(regclass, name, text, text, int) IS
     'Internal: the work of snowflake_convert_column() and segment_convert_column().';
 
 CREATE FUNCTION snowflake_convert_column(table_name regclass, column_name name)
@@ -432,11 +529,8 @@ LANGUAGE plpgsql
 SECURITY INVOKER
 SET search_path = pg_catalog, pg_temp
 AS $$
-DECLARE
-    ext name := (SELECT n.nspname FROM pg_catalog.pg_extension AS e JOIN pg_catalog.pg_namespace AS n ON n.oid OPERATOR(pg_catalog.=) e.extnamespace WHERE e.extname OPERATOR(pg_catalog.=) 'pg_idgen');
 BEGIN
-    EXECUTE pg_catalog.format('SELECT %I.pg_idgen_convert_column($1, $2, $3, $4, $5)', ext)
-      USING table_name, column_name, 'snowflake'::pg_catalog.text, NULL::pg_catalog.text, NULL::pg_catalog.int4;
+    PERFORM idgen_internal.convert_column(table_name, column_name, 'snowflake', NULL, NULL);
 END
 $$;
 COMMENT ON FUNCTION snowflake_convert_column(regclass, name) IS
@@ -449,11 +543,8 @@ LANGUAGE plpgsql
 SECURITY INVOKER
 SET search_path = pg_catalog, pg_temp
 AS $$
-DECLARE
-    ext name := (SELECT n.nspname FROM pg_catalog.pg_extension AS e JOIN pg_catalog.pg_namespace AS n ON n.oid OPERATOR(pg_catalog.=) e.extnamespace WHERE e.extname OPERATOR(pg_catalog.=) 'pg_idgen');
 BEGIN
-    EXECUTE pg_catalog.format('SELECT %I.pg_idgen_convert_column($1, $2, $3, $4, $5)', ext)
-      USING table_name, column_name, 'segment'::pg_catalog.text, tag, step;
+    PERFORM idgen_internal.convert_column(table_name, column_name, 'segment', tag, step);
 END
 $$;
 COMMENT ON FUNCTION segment_convert_column(regclass, name, text, int) IS
@@ -472,19 +563,18 @@ DECLARE
     seq_last     bigint;
     seq_called   boolean;
     first_number bigint;
-    ext name := (SELECT n.nspname FROM pg_catalog.pg_extension AS e JOIN pg_catalog.pg_namespace AS n ON n.oid OPERATOR(pg_catalog.=) e.extnamespace WHERE e.extname OPERATOR(pg_catalog.=) 'pg_idgen');
 BEGIN
     IF tag IS NULL OR sequence_name IS NULL THEN
         RAISE EXCEPTION 'segment_create_from_sequence: tag and sequence_name must not be NULL'
             USING ERRCODE = 'null_value_not_allowed';
     END IF;
-    EXECUTE pg_catalog.format('SELECT %I.pg_idgen_require_segments($1)', ext)
-      USING 'segment_create_from_sequence()'::pg_catalog.text;
+    PERFORM idgen_internal.require_segments('segment_create_from_sequence()');
     SELECT c.relkind INTO rel_kind FROM pg_catalog.pg_class AS c WHERE c.oid OPERATOR(pg_catalog.=) sequence_name;
     IF rel_kind IS DISTINCT FROM 'S' THEN
         RAISE EXCEPTION '% is not a sequence', sequence_name USING ERRCODE = 'wrong_object_type';
     END IF;
-    EXECUTE pg_catalog.format('SELECT %I.pg_idgen_require_ascending($1)', ext) USING sequence_name;
+    PERFORM idgen_internal.require_ascending(sequence_name);
+    PERFORM idgen_internal.require_own_relation(sequence_name, 'segment_create_from_sequence()');
     SELECT s.seqincrement, s.seqmax INTO increment, seq_max FROM pg_catalog.pg_sequence AS s
      WHERE s.seqrelid OPERATOR(pg_catalog.=) sequence_name;
     -- Why ALTER SEQUENCE first: it locks the sequence against nextval() until commit, so no
@@ -499,14 +589,13 @@ BEGIN
     END IF;
     first_number := CASE WHEN seq_called THEN seq_last OPERATOR(pg_catalog.+) increment ELSE seq_last END;
     BEGIN
-        EXECUTE pg_catalog.format('SELECT %I.segment_create($1, $2, $3, $4)', ext)
-          USING tag, first_number, step, pg_catalog.format('continues sequence %s', sequence_name);
+        PERFORM idgen_internal.segment_create(tag, first_number, step, pg_catalog.format('continues sequence %s', sequence_name));
     EXCEPTION WHEN unique_violation THEN
         RAISE EXCEPTION 'segment tag "%" exists already', tag
             USING ERRCODE = 'duplicate_object',
                   HINT = pg_catalog.format('Choose another tag, or drop this one first with segment_drop(%L) if no table uses it.', tag);
     END;
-    EXECUTE pg_catalog.format('SELECT %I.pg_idgen_stop_sequence($1)', ext) USING sequence_name;
+    PERFORM idgen_internal.stop_sequence(sequence_name);
     RAISE NOTICE 'sequence % is stopped (nextval() on it fails: tag "%" continues its numbers)', sequence_name, tag;
     RETURN first_number;
 END

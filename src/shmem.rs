@@ -42,6 +42,9 @@ pub struct GeneratorCell {
     /// The smallest value it may hand out since the server started or an advance past an id
     /// (see `engine`); read only when a call would borrow past the clock.
     pub floor: AtomicU64,
+    /// The floor's own clock: Unix µs minus monotonic µs, so that it read the floor's time when
+    /// the floor was raised and runs on at the monotonic clock's speed (see `engine`). Only rises.
+    pub floor_clock_offset_us: AtomicI64,
     /// The first tick at or past the durable high-water mark (see `mark`); only rises.
     pub mark_limit: AtomicU64,
     /// A second bound, moved either way: the end of the node id lease for snowflake ids (see
@@ -110,6 +113,9 @@ pub struct DatabaseWorker {
     pub latch: AtomicPtr<pg_sys::Latch>,
     /// When the entry was taken (monotonic ms): a worker that never came up frees it after a while.
     pub taken_at_ms: AtomicI64,
+    /// Set when the database is being dropped: the worker abandons any call and exits, since
+    /// `DROP DATABASE` waits only 5 s for the database's sessions to go.
+    pub stop_wanted: AtomicBool,
 }
 
 /// The longest remote error kept.

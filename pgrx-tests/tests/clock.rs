@@ -76,6 +76,44 @@ fn restart_with_the_clock_behind_continues_past_every_earlier_id() {
     assert_ids_unique_and_ordered(&mut cluster.connect(), "behind", &phases);
 }
 
+/// Claim: a server that made ids, stopped cleanly and started with its wall clock an hour behind
+/// (policy keep_generating) makes snowflake ids at full speed for 20 s without an error or a stop:
+/// the generator continues from the last id at the monotonic clock's speed, as after a step back.
+/// Every id is above every id made before the restart, and they strictly increase. (0.6.0 gave
+/// one `max_clock_borrow`'s worth, then failed every call for an hour.) The stream makes ids
+/// faster than the borrow allows ahead of the floor alone: 10 borrows' worth or more.
+#[test]
+fn a_full_speed_stream_after_a_clean_restart_onto_a_slow_clock_never_stops() {
+    // A borrow of 100 ms (409,600 ids), so that the stream outruns several on a slow machine.
+    let cluster = started_cluster_on_fake_clock("slow-restart", &["pg_idgen.node_id = 20", "pg_idgen.max_clock_borrow = '100ms'"]);
+    // One statement: a million ids in the order they were made, with whether each was above the one before.
+    let stream = "SELECT pg_catalog.min(id), pg_catalog.max(id), pg_catalog.count(*),
+                         pg_catalog.count(*) FILTER (WHERE id <= previous)
+                    FROM (SELECT id, pg_catalog.lag(id) OVER (ORDER BY n) AS previous
+                            FROM (SELECT n, snowflake_next() AS id FROM pg_catalog.generate_series(1, 1000000) AS n) AS made) AS s";
+    let before: i64 = cluster.connect().query_one(stream, &[]).unwrap().get(1);
+    cluster.stop();
+    cluster.set_clock_offset(-3600);
+    cluster.start();
+
+    let mut db = cluster.connect();
+    let (mut previous_max, mut total) = (before, 0i64);
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_secs(20) {
+        let row = db.query_one(stream, &[]).unwrap_or_else(|e| panic!("after {:?} of the stream: {e}", started.elapsed()));
+        let (min, max, count, not_above): (i64, i64, i64, i64) = (row.get(0), row.get(1), row.get(2), row.get(3));
+        assert_eq!(not_above, 0, "every id of a statement is above the one made before it");
+        assert!(min > previous_max, "a statement's ids ({min}..) are above every earlier id ({previous_max})");
+        previous_max = max;
+        total += count;
+    }
+    // Why: fewer ids than a few borrows' worth would not show that generation goes on.
+    let borrow_ids = 100 * 4096;
+    assert!(total > 10 * borrow_ids, "the stream made {total} ids, fewer than 10 borrows' worth ({borrow_ids} each)");
+    let ahead: f64 = status_row(&mut db, "extract(epoch FROM ahead_of_clock)::float8").get(0);
+    assert!(ahead > 3590.0, "the ids run ahead of the slow wall clock by the hour ({ahead} s)");
+}
+
 /// Claim: 10 times, the postmaster is killed with SIGKILL while 4 clients take ids, and started
 /// again with the wall clock 2 s further behind. Over all ids the clients received: no duplicate,
 /// and every id taken after a restart is greater than every id taken before it.

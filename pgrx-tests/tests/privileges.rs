@@ -288,10 +288,11 @@ fn a_renamed_extension_schema_does_not_let_the_owner_plant_the_migrations_calls(
     superuser
         .batch_execute(
             "CREATE EXTENSION pg_idgen;
-             CREATE TABLE public.orders (id serial PRIMARY KEY);
-             CREATE TABLE public.invoices (no serial PRIMARY KEY);
-             INSERT INTO public.orders DEFAULT VALUES;
-             INSERT INTO public.invoices DEFAULT VALUES;",
+             CREATE SCHEMA data;
+             CREATE TABLE data.orders (id serial PRIMARY KEY);
+             CREATE TABLE data.invoices (no serial PRIMARY KEY);
+             INSERT INTO data.orders DEFAULT VALUES;
+             INSERT INTO data.invoices DEFAULT VALUES;",
         )
         .unwrap();
     let mut owner = cluster.connect_as("app", "owner");
@@ -319,8 +320,8 @@ fn a_renamed_extension_schema_does_not_let_the_owner_plant_the_migrations_calls(
             .unwrap();
     }
 
-    superuser.batch_execute("SELECT ext.snowflake_convert_column('ext.orders', 'id')").unwrap();
-    superuser.batch_execute("SELECT ext.segment_convert_column('ext.invoices', 'no', 'invoices')").unwrap();
+    superuser.batch_execute("SELECT ext.snowflake_convert_column('data.orders', 'id')").unwrap();
+    superuser.batch_execute("SELECT ext.segment_convert_column('data.invoices', 'no', 'invoices')").unwrap();
     assert_eq!(planted_calls(&mut superuser), Vec::<String>::new(), "the migration called a planted function");
     let owner_is_superuser: bool =
         owner.query_one("SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname = 'owner'", &[]).unwrap().get(0);
@@ -331,7 +332,7 @@ fn a_renamed_extension_schema_does_not_let_the_owner_plant_the_migrations_calls(
                       JOIN pg_catalog.pg_attrdef AS ad ON ad.oid = d.objid
                      WHERE d.classid = 'pg_catalog.pg_attrdef'::pg_catalog.regclass
                        AND d.refclassid = 'pg_catalog.pg_proc'::pg_catalog.regclass
-                       AND ad.adrelid IN ('ext.orders'::pg_catalog.regclass, 'ext.invoices'::pg_catalog.regclass)
+                       AND ad.adrelid IN ('data.orders'::pg_catalog.regclass, 'data.invoices'::pg_catalog.regclass)
                        AND d.refobjid IN (SELECT m.objid FROM pg_catalog.pg_depend AS m
                                            WHERE m.refobjid = (SELECT oid FROM pg_catalog.pg_extension WHERE extname = 'pg_idgen')
                                              AND m.deptype = 'e'))",
@@ -339,6 +340,171 @@ fn a_renamed_extension_schema_does_not_let_the_owner_plant_the_migrations_calls(
         )
         .unwrap();
     assert_eq!(row.get::<_, i64>(0), 2, "both new defaults call the extension's own functions");
-    let id: i64 = superuser.query_one("INSERT INTO ext.orders DEFAULT VALUES RETURNING id", &[]).unwrap().get(0);
+    let id: i64 = superuser.query_one("INSERT INTO data.orders DEFAULT VALUES RETURNING id", &[]).unwrap().get(0);
     assert!(id > 1 << 40, "a new order gets a snowflake id, not a planted one: {id}");
+}
+
+/// Claim: while a superuser's conversions wait for a lock on their table (another session holds
+/// it), the owner of the database — a second session that waits until `pg_locks` shows the
+/// conversion waiting — renames `public`, which holds pg_idgen, creates a new `public` and plants
+/// functions with every signature the conversions call. No planted function runs, the owner stays
+/// a non-superuser, and both new defaults call pg_idgen's own generators. (0.6.0 read the schema's
+/// name before the wait and called the planted functions after it, as the superuser.)
+#[test]
+fn a_schema_renamed_while_a_conversion_waits_never_runs_the_owners_code() {
+    let cluster = started_cluster("privileges-rename-wait", &["pg_idgen.database = 'app'", "pg_idgen.node_id = 5"]);
+    let mut postgres = cluster.connect();
+    postgres.batch_execute("CREATE ROLE owner LOGIN; CREATE DATABASE app OWNER owner").unwrap();
+    let mut superuser = cluster.connect_to("app");
+    superuser
+        .batch_execute(
+            "CREATE EXTENSION pg_idgen;
+             CREATE SCHEMA data;
+             CREATE TABLE data.orders (id serial PRIMARY KEY);
+             CREATE TABLE data.invoices (no serial PRIMARY KEY);
+             INSERT INTO data.orders DEFAULT VALUES;
+             INSERT INTO data.invoices DEFAULT VALUES;",
+        )
+        .unwrap();
+    let orders: u32 = superuser.query_one("SELECT 'data.orders'::regclass::oid", &[]).unwrap().get(0);
+    let invoices: u32 = superuser.query_one("SELECT 'data.invoices'::regclass::oid", &[]).unwrap().get(0);
+    let mut holder = cluster.connect_to("app");
+    holder.batch_execute("BEGIN; LOCK TABLE data.orders, data.invoices IN ACCESS SHARE MODE").unwrap();
+
+    // One statement, its functions resolved before the rename: both conversions wait on the lock.
+    let converting = thread::spawn(move || {
+        superuser
+            .batch_execute(&format!(
+                "SELECT public.snowflake_convert_column({orders}::pg_catalog.oid::pg_catalog.regclass, 'id'),
+                        public.segment_convert_column({invoices}::pg_catalog.oid::pg_catalog.regclass, 'no', 'invoices')"
+            ))
+            .map_err(|e| format!("{e:?}"))
+    });
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let waiting: i64 = postgres
+            .query_one(
+                "SELECT count(*) FROM pg_catalog.pg_locks WHERE relation = $1 AND NOT granted",
+                &[&postgres::types::Oid::from(orders)],
+            )
+            .unwrap()
+            .get(0);
+        if waiting > 0 {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "the conversion never waited for the lock");
+        thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let mut owner = cluster.connect_as("app", "owner");
+    owner.batch_execute("ALTER SCHEMA public RENAME TO ext; CREATE SCHEMA public;").unwrap();
+    owner.batch_execute(PLANTS).unwrap();
+    for (signature, result, give_back) in [
+        ("snowflake_next()", "bigint", "RETURN 1;"),
+        ("snowflake_advance_past(bigint)", "void", "RETURN;"),
+        ("segment_next(text)", "bigint", "RETURN 1;"),
+        ("segment_create(text, bigint, integer, text)", "void", "RETURN;"),
+        ("pg_idgen_generators()", "void", "RETURN;"),
+        ("pg_idgen_require_segments(text)", "void", "RETURN;"),
+        ("pg_idgen_require_ascending(regclass)", "void", "RETURN;"),
+        ("pg_idgen_stop_sequence(regclass)", "void", "RETURN;"),
+        ("pg_idgen_convert_column(regclass, name, text, text, integer)", "void", "RETURN;"),
+    ] {
+        owner
+            .batch_execute(&format!(
+                "CREATE FUNCTION public.{signature} RETURNS {result} LANGUAGE plpgsql AS
+                     $$ BEGIN PERFORM public.plant_hit('{signature}'); {give_back} END $$;"
+            ))
+            .unwrap();
+    }
+    holder.batch_execute("COMMIT").unwrap();
+    let converted = converting.join().unwrap();
+
+    let mut check = cluster.connect_to("app");
+    assert_eq!(planted_calls(&mut check), Vec::<String>::new(), "the conversion called a planted function");
+    let owner_is_superuser: bool =
+        check.query_one("SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname = 'owner'", &[]).unwrap().get(0);
+    assert!(!owner_is_superuser, "the owner became a superuser");
+    assert_eq!(converted, Ok(()), "the conversions ran");
+    let defaults: Vec<String> = check
+        .query(
+            "SELECT d.refobjid::pg_catalog.regprocedure::text FROM pg_catalog.pg_depend AS d
+               JOIN pg_catalog.pg_attrdef AS ad ON ad.oid = d.objid
+              WHERE d.classid = 'pg_catalog.pg_attrdef'::pg_catalog.regclass
+                AND d.refclassid = 'pg_catalog.pg_proc'::pg_catalog.regclass
+                AND ad.adrelid IN ($1, $2)
+              ORDER BY 1",
+            &[&postgres::types::Oid::from(orders), &postgres::types::Oid::from(invoices)],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(defaults, ["ext.segment_next(text)", "ext.snowflake_next()"], "the new defaults call pg_idgen's own generators");
+    let id: i64 = check.query_one("INSERT INTO data.orders DEFAULT VALUES RETURNING id", &[]).unwrap().get(0);
+    assert!(id > 1 << 40, "a new order gets a snowflake id, not a planted one: {id}");
+}
+
+/// Claim: a role granted every privilege on `segment_tag` and `node_lease` (TRIGGER included),
+/// not their owner, adds row triggers to both that would make it a superuser; a superuser then
+/// creates and drops a tag, converts a column to a tag (which creates one), and the registry's
+/// functions run with `session_replication_role = replica`. The grantee's triggers never run.
+#[test]
+fn a_trigger_added_by_a_grantee_never_runs_as_the_superuser_who_manages_tags() {
+    let cluster = started_cluster("privileges-grantee-tags", &["pg_idgen.database = 'app'"]);
+    let mut postgres = cluster.connect();
+    postgres.batch_execute("CREATE ROLE owner LOGIN; CREATE DATABASE app OWNER owner").unwrap();
+    let mut superuser = cluster.connect_to("app");
+    superuser
+        .batch_execute(
+            "CREATE EXTENSION pg_idgen;
+             GRANT ALL ON public.segment_tag, public.node_lease TO owner;
+             CREATE TABLE public.tickets (no serial PRIMARY KEY);",
+        )
+        .unwrap();
+    let mut owner = cluster.connect_as("app", "owner");
+    owner
+        .batch_execute(
+            r#"CREATE TABLE public.planted_calls (what text, by_user name);
+               GRANT INSERT ON public.planted_calls TO PUBLIC;
+               CREATE FUNCTION public.escalate() RETURNS trigger LANGUAGE plpgsql AS $$
+               BEGIN
+                   INSERT INTO public.planted_calls VALUES (TG_TABLE_NAME || ' ' || TG_OP, current_user);
+                   IF (SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname = current_user) THEN
+                       EXECUTE 'ALTER ROLE owner SUPERUSER';
+                   END IF;
+                   RETURN COALESCE(NEW, OLD);
+               END $$;
+               CREATE TRIGGER escalate BEFORE INSERT OR UPDATE OR DELETE ON public.segment_tag
+                   FOR EACH ROW EXECUTE FUNCTION public.escalate();
+               CREATE TRIGGER escalate BEFORE INSERT OR UPDATE OR DELETE ON public.node_lease
+                   FOR EACH ROW EXECUTE FUNCTION public.escalate();"#,
+        )
+        .unwrap();
+    // The trigger works: a plain insert by the grantee fires it.
+    owner.batch_execute("INSERT INTO public.segment_tag (tag, max_id, step) VALUES ('probe', 0, 10)").unwrap();
+    assert_eq!(planted_calls(&mut superuser), ["segment_tag INSERT by owner"]);
+    owner.batch_execute("DELETE FROM public.planted_calls").unwrap();
+
+    superuser
+        .batch_execute(
+            "SELECT public.segment_create('made', 1, 10);
+             SELECT public.segment_drop('made');
+             SELECT public.segment_convert_column('public.tickets', 'no', 'tickets');",
+        )
+        .unwrap();
+    assert_eq!(planted_calls(&mut superuser), Vec::<String>::new(), "the grantee's trigger ran as the superuser");
+    let owner_is_superuser: bool =
+        owner.query_one("SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname = 'owner'", &[]).unwrap().get(0);
+    assert!(!owner_is_superuser, "the owner became a superuser");
+    // The registry's functions (their callers are other servers' lease workers): pinned likewise.
+    let pinned: i64 = superuser
+        .query_one(
+            "SELECT count(*) FROM pg_catalog.pg_proc
+              WHERE proname IN ('pg_idgen_node_lease_take', 'pg_idgen_node_lease_renew')
+                AND 'session_replication_role=replica' = ANY (proconfig)",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(pinned, 2, "both registry functions run with session_replication_role = replica");
 }

@@ -646,3 +646,45 @@ fn blocks_and_single_numbers_of_concurrent_clients_never_overlap() {
         assert_eq!(distinct, count, "{table}: no number twice");
     }
 }
+
+/// Claim: a session of a database that is being dropped asks for a tag's numbers while DROP
+/// DATABASE waits for the sessions to leave (after the drop's hook retired the database's cache
+/// and told its worker to stop), then leaves, and the drop completes. A database created afterwards
+/// with the dropped one's OID numbers that tag from its own table (1), not from anything left in
+/// shared memory. (0.6.0's worker, still running, loaded a range for that session; the new
+/// database was served the rest of it, whose numbers its own table then gave out again.)
+#[test]
+fn a_range_taken_while_its_database_is_dropped_never_reaches_a_database_with_its_oid() {
+    let cluster = started_cluster("segment-drop-race", &["pg_idgen.segment_wait_timeout = '1s'"]);
+    let mut postgres = cluster.connect();
+    postgres.batch_execute("CREATE DATABASE doomed").unwrap();
+    let oid: u32 = postgres.query_one("SELECT oid FROM pg_database WHERE datname = 'doomed'", &[]).unwrap().get(0);
+    let mut session = cluster.connect_to("doomed");
+    session.batch_execute("CREATE EXTENSION pg_idgen; SELECT segment_create('x', 1, 1000)").unwrap();
+
+    let dropping = thread::spawn({
+        let mut db = cluster.connect();
+        move || db.batch_execute("DROP DATABASE doomed").map_err(|e| format!("{e:?}"))
+    });
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while postgres
+        .query_one("SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND query = 'DROP DATABASE doomed'", &[])
+        .unwrap()
+        .get::<_, i64>(0)
+        == 0
+    {
+        assert!(Instant::now() < deadline, "DROP DATABASE never waited for the session");
+        thread::sleep(Duration::from_millis(10));
+    }
+    // Past the drop's hook (it runs first), inside its wait of up to 5 s for other sessions: the
+    // call takes a new slot of the dying database; no worker can load it any more (it fails).
+    thread::sleep(Duration::from_millis(300));
+    let during = session.query("SELECT segment_next('x') FROM generate_series(1, 3)", &[]);
+    drop(session);
+    dropping.join().unwrap().expect("the drop completes once the session and the idle worker are gone");
+
+    postgres.batch_execute(&format!("CREATE DATABASE reborn OID = {oid}")).unwrap();
+    let mut reborn = cluster.connect_to("reborn");
+    reborn.batch_execute("CREATE EXTENSION pg_idgen; SELECT segment_create('x', 1, 1000)").unwrap();
+    assert_eq!(take(&mut reborn, "x", 3), [1, 2, 3], "the new database's own numbers, not the dropped one's leftover range ({during:?})");
+}

@@ -185,8 +185,7 @@ pub fn wait_for_renewal(state: &SharedState, waited_us: i64) -> i64 {
 #[cold]
 fn no_lease(state: &SharedState) -> ! {
     let config = settings::config();
-    let lease = config.lease.as_ref().expect("a cap only with a registry");
-    let registry = remote::describe_conninfo(&lease.registry);
+    debug_assert!(config.lease.is_some(), "a cap only with a registry");
     let phase = Phase::from_u32(state.lease.phase.load(Relaxed));
     let message = match (phase, config.node_id) {
         (Phase::Refused, Some(node_id)) => format!("the node registry refuses this server node id {node_id}"),
@@ -194,12 +193,13 @@ fn no_lease(state: &SharedState) -> ! {
         (Phase::Held | Phase::Lapsed, _) => "this server's node id lease has run out".to_string(),
         (Phase::Acquiring, _) => "this server holds no node id lease yet".to_string(),
     };
-    // Why not the last error itself: it may name users and addresses (node_lease_status() shows
-    // it to monitoring roles, and the server log has it).
+    // Why neither the last error nor the registry's address: they may name hosts, ports, users and
+    // databases, which pg_idgen.node_registry keeps to superusers (node_lease_status() shows them
+    // to monitoring roles, and the server log has them).
     errors::raise(
         PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
         format!("cannot make snowflake ids: {message}"),
-        Some(format!("The node registry is {registry}.")),
+        Some("The node registry is the database pg_idgen.node_registry names.".into()),
         Some("Snowflake ids need a node id that no other server uses; the pg_idgen lease worker keeps trying, and calls succeed again once it holds a lease (node_lease_status() and the server log say why it does not)."),
     )
 }

@@ -20,24 +20,106 @@ SELECT pg_catalog.pg_extension_config_dump('node_lease', '');
 COMMENT ON TABLE node_lease IS
     'Node ids leased to servers by the pg_idgen lease worker (used in the database pg_idgen.node_registry names).';
 
+-- The registry's memory of its own continuity. Rows of node_lease are never deleted, only expired:
+-- a node id without a row was never leased, and may be handed out at once. That holds only while
+-- the table keeps every row and every renewal, so this row records which file the table was in,
+-- how many rows it had, the sum of their renewal times (renewals only move them forward) and the
+-- server's WAL timeline. A table emptied, rewritten or set back under the registry (DELETE,
+-- TRUNCATE, DROP and CREATE EXTENSION, pg_restore --clean or --data-only of an older dump,
+-- VACUUM FULL), or a registry promoted from a standby (a new timeline), no longer matches: it
+-- then counts as reset, and, as after its start, hands out node ids a server does not hold only
+-- once the longest lease and margin it knows of has passed since the reset, and above the end of
+-- that wait (lost rows took their floors with them). Why not in pg_dump: a restored copy would
+-- describe another file, which is what it must not do (so a restore is a reset too).
+CREATE TABLE node_registry_state (
+    only_row   boolean PRIMARY KEY DEFAULT true CHECK (only_row),
+    lease_file oid NOT NULL,            -- pg_relation_filenode(node_lease) when its rows were last known whole
+    lease_rows bigint NOT NULL,         -- how many rows it had then
+    renewed_sum numeric NOT NULL,       -- the sum of their renewed_at, in seconds since 1970
+    timeline   text NOT NULL,           -- the WAL timeline the registry wrote them on
+    reset_at   timestamptz NOT NULL,    -- when the registry began: created, or found reset
+    longest    interval NOT NULL        -- the longest lease and margin it has given
+);
+INSERT INTO node_registry_state
+    SELECT true, pg_catalog.pg_relation_filenode('@extschema@.node_lease'::pg_catalog.regclass), 0, 0,
+           pg_catalog.substr(pg_catalog.pg_walfile_name(pg_catalog.pg_current_wal_lsn()), 1, 8), pg_catalog.clock_timestamp(), interval '0';
+COMMENT ON TABLE node_registry_state IS
+    'The node registry''s record of node_lease being whole (used in the database pg_idgen.node_registry names).';
+
+-- Checks that node_lease is the table the registry's leases were given from (see above), and
+-- records a reset otherwise. Returns when the registry began and the longest lease and margin it
+-- knows of (with `lease`, the caller's). Takes the state row's lock: calls of the registry run one
+-- at a time from here. Called only by the two functions below, in the schema they trust.
+CREATE FUNCTION pg_idgen_node_registry_began(s name, lease interval, OUT began timestamptz, OUT longest interval)
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    lease_file oid := pg_catalog.pg_relation_filenode(pg_catalog.format('%I.node_lease', s)::pg_catalog.regclass);
+    timeline text := pg_catalog.substr(pg_catalog.pg_walfile_name(pg_catalog.pg_current_wal_lsn()), 1, 8);
+    lease_rows bigint;
+    renewed_sum numeric;
+    known record;
+BEGIN
+    EXECUTE pg_catalog.format('SELECT r.lease_file, r.lease_rows, r.renewed_sum, r.timeline, r.reset_at, r.longest
+                                 FROM %I.node_registry_state r FOR UPDATE', s)
+        INTO known;
+    EXECUTE pg_catalog.format('SELECT pg_catalog.count(*), COALESCE(pg_catalog.sum(pg_catalog.extract(''epoch'', l.renewed_at)), 0)
+                                 FROM %I.node_lease l', s)
+        INTO lease_rows, renewed_sum;
+    longest := GREATEST(known.longest, lease);
+    began := known.reset_at;
+    IF known.lease_file IS NULL OR known.lease_file OPERATOR(pg_catalog.<>) lease_file
+       OR known.lease_rows OPERATOR(pg_catalog.<>) lease_rows OR known.renewed_sum OPERATOR(pg_catalog.>) renewed_sum
+       OR known.timeline OPERATOR(pg_catalog.<>) timeline THEN
+        RAISE LOG 'pg_idgen node registry: node_lease is not what its leases were given from (% rows, renewals summing to % s, in file % on timeline %; expected %, %, %, %): it counts as reset, and hands out node ids not held only after % from now',
+            lease_rows, renewed_sum, lease_file, timeline, known.lease_rows, known.renewed_sum, known.lease_file, known.timeline, longest;
+        began := pg_catalog.clock_timestamp();
+        EXECUTE pg_catalog.format('DELETE FROM %I.node_registry_state', s);
+        EXECUTE pg_catalog.format('INSERT INTO %I.node_registry_state VALUES (true, $1, $2, $3, $4, $5, $6)', s)
+            USING lease_file, lease_rows, renewed_sum, timeline, began, longest;
+    ELSIF longest OPERATOR(pg_catalog.>) known.longest THEN
+        EXECUTE pg_catalog.format('UPDATE %I.node_registry_state SET longest = $1', s) USING longest;
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION pg_idgen_node_registry_began(name, interval) IS
+    'Node registry, internal: when the registry began (created, or found reset), and the longest lease and margin it knows of.';
+REVOKE EXECUTE ON FUNCTION pg_idgen_node_registry_began(name, interval) FROM PUBLIC;
+
+-- Records node_lease as whole after the registry's own change of it (a lease taken or renewed).
+CREATE FUNCTION pg_idgen_node_registry_record(s name) RETURNS void
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    EXECUTE pg_catalog.format('UPDATE %1$I.node_registry_state SET (lease_rows, renewed_sum) =
+                                 (SELECT pg_catalog.count(*), COALESCE(pg_catalog.sum(pg_catalog.extract(''epoch'', l.renewed_at)), 0)
+                                    FROM %1$I.node_lease l)', s);
+END
+$$;
+COMMENT ON FUNCTION pg_idgen_node_registry_record(name) IS
+    'Node registry, internal: records node_lease as whole after a lease was taken or renewed.';
+REVOKE EXECUTE ON FUNCTION pg_idgen_node_registry_record(name) FROM PUBLIC;
+
 -- Takes a node id for a server start: the one it holds already (an answer that was lost), the
 -- one it is configured with (or prefers: the node id it made ids with before), its own from an
 -- earlier start whose lease has ended, or a free one: never leased before first, then one whose
 -- lease ran out more than its margin ago (never a configured one). Returns it and the time its
 -- ids must start at (floor_us: every earlier holder's ids lie below). Why a function that looks
 -- its table up: the schema is found in pg_extension when it runs, not written in at install
--- time, so renaming the schema cannot point it at another table.
+-- time, so renaming the schema cannot point it at another table. Why session_replication_role
+-- = replica (both functions): a trigger that a role granted TRIGGER on node_lease adds would
+-- otherwise run with the privileges of the superuser these functions run as.
 CREATE FUNCTION pg_idgen_node_lease_take(
     holder text, holder_name text, layout text, wanted int, max_node_id int,
     ttl_ms int, margin_ms int, ids_before_us bigint, prefer boolean,
     OUT node_id int, OUT floor_us bigint)
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp SET session_replication_role = replica
 AS $$
 DECLARE
     -- The table, named through the extension's schema, whose owner must be a superuser: the name is
     -- parsed again by each statement below, and the owner of the schema could otherwise rename
     -- it away in between and plant a look-alike (src/remote.rs, extension_schema).
-    t text := (SELECT pg_catalog.format('%I.node_lease', n.nspname)
+    s name := (SELECT n.nspname
                  FROM pg_catalog.pg_extension e JOIN pg_catalog.pg_namespace n
                    ON n.oid OPERATOR(pg_catalog.=) e.extnamespace
                 WHERE e.extname OPERATOR(pg_catalog.=) 'pg_idgen'
@@ -47,11 +129,15 @@ DECLARE
                              WHEN n.nspowner OPERATOR(pg_catalog.=) 'pg_database_owner'::pg_catalog.regrole
                              THEN (SELECT d.datdba FROM pg_catalog.pg_database d WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database())
                              ELSE n.nspowner END), false));
+    t text := pg_catalog.format('%I.node_lease', s);
+    began timestamptz;
+    window_end timestamptz;
     other record;
     chosen int;
     longest interval;
+    held_longest interval;
 BEGIN
-    IF t IS NULL THEN
+    IF s IS NULL THEN
         RAISE EXCEPTION USING ERRCODE = '42501', MESSAGE = 'pg_idgen''s schema in the node registry is owned by a role that is not a superuser';
     END IF;
     IF holder IS NULL OR holder_name IS NULL OR layout IS NULL OR max_node_id IS NULL OR ttl_ms IS NULL
@@ -64,18 +150,21 @@ BEGIN
     END IF;
     -- The commit must be durable before the lease is used, whatever the session or a pooler says.
     PERFORM pg_catalog.set_config('synchronous_commit', 'on', true);
-    -- A registry that just started may have come back from a backup or an older standby: a lease
-    -- it lost would look free. Until the longest lease and its margin have passed since the
-    -- start, a server gets only the row it holds already, and nothing else.
-    EXECUTE pg_catalog.format('SELECT pg_catalog.max(l.reusable_at OPERATOR(pg_catalog.-) l.renewed_at) FROM %s l', t) INTO longest;
-    IF pg_catalog.clock_timestamp() OPERATOR(pg_catalog.<) (pg_catalog.pg_postmaster_start_time() OPERATOR(pg_catalog.+)
-           GREATEST(longest, pg_catalog.make_interval(secs => (ttl_ms OPERATOR(pg_catalog.+) margin_ms) OPERATOR(pg_catalog./) 1000.0))) THEN
+    -- A registry that just started may have come back from a backup or an older standby, and one
+    -- found reset (above node_registry_state) has lost rows: a lease it lost would look free.
+    -- Until the longest lease and its margin have passed since the start or the reset, a server
+    -- gets only the row it holds already, and nothing else.
+    EXECUTE pg_catalog.format('SELECT r.began, r.longest FROM %I.pg_idgen_node_registry_began($1, $2) AS r', s)
+        INTO began, longest USING s, pg_catalog.make_interval(secs => (ttl_ms OPERATOR(pg_catalog.+) margin_ms) OPERATOR(pg_catalog./) 1000.0);
+    EXECUTE pg_catalog.format('SELECT pg_catalog.max(l.reusable_at OPERATOR(pg_catalog.-) l.renewed_at) FROM %s l', t) INTO held_longest;
+    window_end := GREATEST(pg_catalog.pg_postmaster_start_time(), began) OPERATOR(pg_catalog.+) GREATEST(longest, held_longest);
+    IF pg_catalog.clock_timestamp() OPERATOR(pg_catalog.<) window_end THEN
         EXECUTE pg_catalog.format('SELECT l.node_id FROM %s l WHERE l.holder OPERATOR(pg_catalog.=) $1 ORDER BY l.node_id LIMIT 1', t)
             INTO chosen USING holder;
         IF chosen IS NULL OR (NOT prefer AND chosen OPERATOR(pg_catalog.<>) COALESCE(wanted, chosen)) THEN
             RAISE EXCEPTION USING ERRCODE = '57P03',
-                MESSAGE = 'the node registry started less than a lease and its margin ago',
-                DETAIL = 'It may have lost leases (a restore, a failover to a standby that was behind); it hands out node ids once every such lease has run out.';
+                MESSAGE = 'the node registry started or was reset less than a lease and its margin ago',
+                DETAIL = pg_catalog.format('It may have lost leases (a restore, a failover to a standby that was behind, node_lease emptied or rewritten); it hands out node ids from %s, when every such lease has run out.', window_end);
         END IF;
     END IF;
     -- One taker at a time: two servers must not pick the same free id.
@@ -142,7 +231,7 @@ BEGIN
         'INSERT INTO %s AS l (node_id, holder, holder_name, layout, fixed, expires_at, reusable_at, ids_before_us, floor_us, acquired_at, renewed_at)
          VALUES ($1, $2, $3, $4, $5, pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) pg_catalog.make_interval(secs => $6 OPERATOR(pg_catalog./) 1000.0),
                  pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) pg_catalog.make_interval(secs => ($6 OPERATOR(pg_catalog.+) $7) OPERATOR(pg_catalog./) 1000.0),
-                 $8, 0, pg_catalog.clock_timestamp(), pg_catalog.clock_timestamp())
+                 $8, $9, pg_catalog.clock_timestamp(), pg_catalog.clock_timestamp())
          ON CONFLICT (node_id) DO UPDATE SET
              holder = EXCLUDED.holder, holder_name = EXCLUDED.holder_name, layout = EXCLUDED.layout, fixed = EXCLUDED.fixed,
              expires_at = EXCLUDED.expires_at, reusable_at = EXCLUDED.reusable_at,
@@ -151,13 +240,16 @@ BEGIN
              acquired_at = CASE WHEN l.holder OPERATOR(pg_catalog.=) EXCLUDED.holder THEN l.acquired_at ELSE EXCLUDED.acquired_at END,
              renewed_at = EXCLUDED.renewed_at
          RETURNING l.floor_us', t)
-        INTO floor_us USING chosen, holder, holder_name, layout, wanted IS NOT NULL AND NOT prefer, ttl_ms, margin_ms, ids_before_us;
+        INTO floor_us USING chosen, holder, holder_name, layout, wanted IS NOT NULL AND NOT prefer, ttl_ms, margin_ms, ids_before_us,
+                            (pg_catalog.extract('epoch', window_end) OPERATOR(pg_catalog.*) 1000000::pg_catalog.numeric)::pg_catalog.int8;
     -- One row per holder: another it took (an answer lost after a commit) is free again; its
     -- ids_before_us stays, and becomes the next holder's floor.
     EXECUTE pg_catalog.format(
         'UPDATE %s AS l SET expires_at = pg_catalog.clock_timestamp(), reusable_at = pg_catalog.clock_timestamp()
           WHERE l.holder OPERATOR(pg_catalog.=) $1 AND l.node_id OPERATOR(pg_catalog.<>) $2', t)
         USING holder, chosen;
+    -- What the registry knows whole now: the new row, the renewal.
+    EXECUTE pg_catalog.format('SELECT FROM %I.pg_idgen_node_registry_record($1)', s) USING s;
     node_id := chosen;
 END
 $$;
@@ -168,13 +260,13 @@ COMMENT ON FUNCTION pg_idgen_node_lease_take(text, text, text, int, int, int, in
 -- registry lost what the holder last committed (ids_before_us went back: a restore, a failover).
 CREATE FUNCTION pg_idgen_node_lease_renew(holder text, node_id int, ttl_ms int, margin_ms int, ids_before_us bigint, committed_us bigint)
 RETURNS boolean
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp SET session_replication_role = replica
 AS $$
 DECLARE
     -- The table, named through the extension's schema, whose owner must be a superuser: the name is
     -- parsed again by each statement below, and the owner of the schema could otherwise rename
     -- it away in between and plant a look-alike (src/remote.rs, extension_schema).
-    t text := (SELECT pg_catalog.format('%I.node_lease', n.nspname)
+    s name := (SELECT n.nspname
                  FROM pg_catalog.pg_extension e JOIN pg_catalog.pg_namespace n
                    ON n.oid OPERATOR(pg_catalog.=) e.extnamespace
                 WHERE e.extname OPERATOR(pg_catalog.=) 'pg_idgen'
@@ -184,15 +276,19 @@ DECLARE
                              WHEN n.nspowner OPERATOR(pg_catalog.=) 'pg_database_owner'::pg_catalog.regrole
                              THEN (SELECT d.datdba FROM pg_catalog.pg_database d WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database())
                              ELSE n.nspowner END), false));
+    t text := pg_catalog.format('%I.node_lease', s);
     renewed boolean;
 BEGIN
-    IF t IS NULL THEN
+    IF s IS NULL THEN
         RAISE EXCEPTION USING ERRCODE = '42501', MESSAGE = 'pg_idgen''s schema in the node registry is owned by a role that is not a superuser';
     END IF;
     IF ttl_ms NOT BETWEEN 1000 AND 3600000 OR margin_ms NOT BETWEEN 0 AND 3600000 THEN
         RAISE EXCEPTION USING ERRCODE = '22023', MESSAGE = 'pg_idgen_node_lease_renew(): an argument is out of range';
     END IF;
     PERFORM pg_catalog.set_config('synchronous_commit', 'on', true);
+    -- A reset registry (rows lost) renews only the rows it still has.
+    EXECUTE pg_catalog.format('SELECT FROM %I.pg_idgen_node_registry_began($1, $2)', s)
+        USING s, pg_catalog.make_interval(secs => (ttl_ms OPERATOR(pg_catalog.+) margin_ms) OPERATOR(pg_catalog./) 1000.0);
     EXECUTE pg_catalog.format(
         'UPDATE %s AS l SET
              expires_at = pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) pg_catalog.make_interval(secs => $3 OPERATOR(pg_catalog./) 1000.0),
@@ -203,6 +299,7 @@ BEGIN
             AND l.ids_before_us OPERATOR(pg_catalog.>=) $6
          RETURNING true', t)
         INTO renewed USING holder, node_id, ttl_ms, margin_ms, ids_before_us, committed_us;
+    EXECUTE pg_catalog.format('SELECT FROM %I.pg_idgen_node_registry_record($1)', s) USING s;
     RETURN COALESCE(renewed, false);
 END
 $$;

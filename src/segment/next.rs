@@ -175,11 +175,11 @@ pub(super) fn wait_for_range(slot: &Slot, tag: &[u8], version: u64, generation: 
         )
     };
     if dropped {
+        // Why the setting's name and not its value (here and below): the connection string names
+        // hosts, ports, users and databases, which the setting keeps to superusers;
+        // segment_authority_status() shows it to monitoring roles, and the log has it.
         match &settings::config().segments.authority {
-            Some(authority) => unknown_tag(
-                tag,
-                &format!("The segment authority ({}) has no such tag: create it there.", crate::remote::describe_conninfo(authority)),
-            ),
+            Some(_) => unknown_tag(tag, "The segment authority (pg_idgen.segment_authority) has no such tag: create it there."),
             None => unknown_tag(
                 tag,
                 "The worker does not find it in the tag table: it was dropped, or it was created in a transaction that has not committed yet.",
@@ -210,14 +210,11 @@ fn no_range_in_time(state: &shmem::SharedState, tag: &[u8]) -> ! {
             Some("A worker starts again by itself (pg_idgen.database's within a second, another database's at the next call); the server log says why it stopped."),
         ),
     }
-    if let Some(authority) = &settings::config().segments.authority {
+    if settings::config().segments.authority.is_some() {
         let status = &state.segment_authority;
         errors::raise(
             if status.reachable() { PgSqlErrorCode::ERRCODE_LOCK_NOT_AVAILABLE } else { PgSqlErrorCode::ERRCODE_CONNECTION_FAILURE },
-            format!(
-                "segment tag \"{tag}\" has no numbers left in shared memory, and the segment authority ({}) gave no range in time",
-                crate::remote::describe_conninfo(authority)
-            ),
+            format!("segment tag \"{tag}\" has no numbers left in shared memory, and the segment authority (pg_idgen.segment_authority) gave no range in time"),
             Some(format!(
                 "The call waited pg_idgen.segment_wait_timeout ({timeout_ms} ms); the authority {}.",
                 if status.reachable() { "answered the worker's last call" } else { "did not answer the worker's last call" }

@@ -377,23 +377,33 @@ pub fn install_analysis_guard() {
     }
 }
 
-/// Runs `f` with `search_path = pg_catalog, pg_temp`, as PostgreSQL runs its own internal SQL;
-/// the previous path comes back afterwards (also when `f` raises an error: the transaction's
-/// abort undoes the setting).
+/// Runs `f` with `search_path = pg_catalog, pg_temp`, as PostgreSQL runs its own internal SQL,
+/// and `session_replication_role = replica`: only the triggers the table's owner enabled ALWAYS
+/// (pg_idgen's own) fire. Only for pg_idgen's own statements on the tag table (the replica role
+/// also turns foreign-key triggers off): never run a caller's SQL inside it. Why: a role granted TRIGGER on the tag table would otherwise have its
+/// trigger run with the privileges of whoever calls segment_create(), segment_drop() or a
+/// conversion, a superuser among them (the workers pin the same for their sessions). The previous
+/// settings come back afterwards (also when `f` raises an error: the abort undoes them).
 fn with_catalog_search_path<T>(f: impl FnOnce() -> T) -> T {
     // SAFETY: a GUC nest level opened and closed around `f`, as for a function's SET clause.
+    // PGC_SUSET for session_replication_role: pg_idgen sets it for its own statement only.
     unsafe {
         let level = pg_sys::NewGUCNestLevel();
-        pg_sys::set_config_option(
-            c"search_path".as_ptr(),
-            c"pg_catalog, pg_temp".as_ptr(),
-            pg_sys::GucContext::PGC_USERSET,
-            pg_sys::GucSource::PGC_S_SESSION,
-            pg_sys::GucAction::GUC_ACTION_SAVE,
-            true,
-            0,
-            false,
-        );
+        for (name, value, context) in [
+            (c"search_path", c"pg_catalog, pg_temp", pg_sys::GucContext::PGC_USERSET),
+            (c"session_replication_role", c"replica", pg_sys::GucContext::PGC_SUSET),
+        ] {
+            pg_sys::set_config_option(
+                name.as_ptr(),
+                value.as_ptr(),
+                context,
+                pg_sys::GucSource::PGC_S_SESSION,
+                pg_sys::GucAction::GUC_ACTION_SAVE,
+                true,
+                0,
+                false,
+            );
+        }
         let result = f();
         pg_sys::AtEOXact_GUC(true, level);
         result
@@ -550,14 +560,24 @@ unsafe extern "C-unwind" fn on_object_access(
         if let Some(previous) = PREVIOUS_OBJECT_ACCESS_HOOK {
             pg_sys::ffi::pg_guard_ffi_boundary(|| previous(access, class_id, object_id, sub_id, arg));
         }
-        if access != pg_sys::ObjectAccessType::OAT_DROP || sub_id != 0 {
+        if sub_id != 0 {
             return;
         }
         // A dropped database's cached ranges must go with it: its OID can be used again
         // (CREATE DATABASE … OID, or wraparound), and the new database's tags must not find them.
-        // A drop that is rolled back only costs a gap.
-        if class_id == pg_sys::DatabaseRelationId {
+        // Retired when it is dropped, and again when a database is created with its OID: a
+        // session of the dropped database can still take a slot while DROP DATABASE waits for the
+        // sessions to leave, after the drop's hook has run. No session of a database being
+        // created exists yet, so any slot of its OID is such a leftover. A drop or a creation that
+        // is rolled back only costs a gap.
+        if class_id == pg_sys::DatabaseRelationId
+            && matches!(access, pg_sys::ObjectAccessType::OAT_DROP | pg_sys::ObjectAccessType::OAT_POST_CREATE)
+        {
             retire_database(object_id);
+            super::worker::stop_for_drop(object_id, access == pg_sys::ObjectAccessType::OAT_DROP);
+            return;
+        }
+        if access != pg_sys::ObjectAccessType::OAT_DROP {
             return;
         }
         if class_id != pg_sys::RelationRelationId {

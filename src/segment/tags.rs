@@ -27,10 +27,10 @@ fn segment_create(
     check_tag_name(tag);
     // With an authority, this server's tags are the authority's: a local one would never be
     // served, and a conversion that made one would switch a column to the authority's numbers.
-    if let Some(authority) = &crate::settings::config().segments.authority {
+    if crate::settings::config().segments.authority.is_some() {
         errors::raise(
             PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
-            format!("segment tags of this server live at the segment authority ({})", crate::remote::describe_conninfo(authority)),
+            "segment tags of this server live at the segment authority (pg_idgen.segment_authority)".into(),
             Some("segment_next() on this server takes its ranges from the authority's tags, never from local ones.".into()),
             Some("Create the tag at the authority, starting above every number in use. On the authority itself, leave pg_idgen.segment_authority unset."),
         )

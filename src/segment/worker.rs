@@ -204,6 +204,7 @@ fn start_database_worker(state: &shmem::SharedState, database: u32, now_ms: i64)
             (current & OID_MASK == 0).then(|| {
                 let taken = (((current >> 32) + 1) << 32) | database as u64;
                 entry.taken_at_ms.store(now_ms, Ordering::Release);
+                entry.stop_wanted.store(false, Ordering::Release);
                 entry.latch.store(std::ptr::null_mut(), Ordering::Release);
                 entry.state.store(taken, Ordering::Release);
                 (index, taken)
@@ -229,6 +230,35 @@ fn start_database_worker(state: &shmem::SharedState, database: u32, now_ms: i64)
         START_FAILURE.set(Some("could not start a pg_idgen segment worker for this database: every background worker slot is in use (raise max_worker_processes)"));
     } else {
         START_FAILURE.set(None);
+    }
+}
+
+std::thread_local! {
+    /// In a worker of another database: its entry, whose `stop_wanted` a `DROP DATABASE` sets.
+    static MY_ENTRY: std::cell::Cell<Option<&'static shmem::DatabaseWorker>> = const { std::cell::Cell::new(None) };
+}
+
+/// Whether this worker must stop at once: SIGTERM, or its database is being dropped. Remote calls
+/// check it every 100 ms (and while a host name is looked up).
+pub fn told_to_stop() -> bool {
+    BackgroundWorker::sigterm_received() || MY_ENTRY.get().is_some_and(|entry| entry.stop_wanted.load(Ordering::Acquire))
+}
+
+/// Called in the backend that drops a database (`stop` true), before it waits for the database's
+/// sessions to go: the database's worker, if one runs, abandons what it does and exits (a segment
+/// authority that does not answer would otherwise hold it past the 5 s that `DROP DATABASE`
+/// waits). A drop that is rolled back costs a worker start at the next call. Called again when a
+/// database is created (`stop` false): a database made with a dropped one's OID must not find
+/// the request meant for that one's worker.
+pub fn stop_for_drop(database: pg_sys::Oid, stop: bool) {
+    if !shmem::is_attached() {
+        return;
+    }
+    for entry in shmem::shared().database_workers.iter() {
+        if entry.state.load(Ordering::Acquire) & OID_MASK == u32::from(database) as u64 {
+            entry.stop_wanted.store(stop, Ordering::Release);
+            shmem::set_latch(&entry.latch);
+        }
     }
 }
 
@@ -281,6 +311,7 @@ pub extern "C-unwind" fn pg_idgen_database_worker_main(arg: pg_sys::Datum) {
             Some(entry) if state.main_database.load(Ordering::Acquire) != u32::from(oid) => {
                 // SAFETY: MyProc is this process's, valid until exit; `free` clears the pointer.
                 entry.latch.store(unsafe { &raw mut (*pg_sys::MyProc).procLatch }, Ordering::Release);
+                MY_ENTRY.set(Some(entry));
                 true
             }
             _ => false,
@@ -327,6 +358,9 @@ fn serve(database: &str, idle_exit: Option<Duration>) {
     let mut busy_at = std::time::Instant::now();
     loop {
         for need in ranges::needs(database_oid) {
+            if told_to_stop() {
+                break;
+            }
             let outcome = source.allocate(&need);
             if !matches!(outcome, Outcome::Failed(_)) {
                 busy_at = std::time::Instant::now();
@@ -348,7 +382,7 @@ fn serve(database: &str, idle_exit: Option<Duration>) {
         if ranges::anything_wanted(database_oid) {
             busy_at = std::time::Instant::now();
         }
-        if idle_exit.is_some_and(|idle| busy_at.elapsed() >= idle) {
+        if idle_exit.is_some_and(|idle| busy_at.elapsed() >= idle) || told_to_stop() {
             break;
         }
         if !BackgroundWorker::wait_latch(Some(IDLE_WAKEUP)) {

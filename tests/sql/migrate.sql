@@ -225,7 +225,7 @@ SELECT snowflake_convert_column('kin_grandchild', 'n');
 SELECT snowflake_convert_column('kin_child', 'own');
 SELECT * FROM columns_of('kin_child', 'kin_grandchild');
 -- The shared worker is not a door past the checks: an unknown family is refused (22023).
-SELECT pg_idgen_convert_column('measured', 'id', 'Segment', 'x', 10);
+SELECT idgen_internal.convert_column('measured', 'id', 'Segment', 'x', 10);
 -- A sequence that other columns use too cannot be stopped for a tag (55000).
 CREATE SEQUENCE pair_seq;
 CREATE TABLE pair_a (id int DEFAULT nextval('pair_seq'));
@@ -272,6 +272,19 @@ SELECT * FROM columns_of('by_id');
 DROP VIEW parents_view;
 SELECT segment_convert_column('parents', 'id', 'parents');
 SELECT * FROM columns_of('parents', 'children');
+
+-- A conversion runs only as the table's owner, on relations in schemas that only the caller or
+-- a superuser own (42501): converting another role's table, a superuser would run its CHECK
+-- constraints; and the owner of a schema could rename it while the conversion waits for a lock,
+-- to put a relation of its own under the name. Nothing changes.
+CREATE TABLE theirs (id serial PRIMARY KEY CHECK (id > 0));
+ALTER TABLE theirs OWNER TO regress_pg_idgen_migrate;
+SELECT snowflake_convert_column('theirs', 'id');
+CREATE SCHEMA lent AUTHORIZATION regress_pg_idgen_migrate;
+CREATE TABLE lent.mine (id serial PRIMARY KEY);
+SELECT segment_convert_column('lent.mine', 'id', 'mine');
+SELECT * FROM columns_of('theirs', 'lent.mine');
+DROP SCHEMA lent CASCADE;
 
 -- Clean up.
 DROP SCHEMA migrating CASCADE;

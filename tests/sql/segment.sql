@@ -130,9 +130,29 @@ DROP ROLE segment_user;
 SELECT p.oid::regprocedure, provolatile, proparallel, proisstrict
   FROM pg_proc AS p
  WHERE proname IN ('segment_next', 'segment_create', 'segment_drop', 'segment_status')
+   AND pronamespace <> 'idgen_internal'::regnamespace
  ORDER BY p.oid::regprocedure::text COLLATE "C";  -- by name, the same in every locale
 
 -- TRUNCATE retires every cached tag of the database.
 TRUNCATE segment_tag;
 SELECT segment_next('order');
 SELECT count(*) AS cached_tags FROM segment_status();
+
+-- The segment authority's allocation (called by other servers' workers) gives a range only as
+-- the whole of a statement that commits on its own: a caller must never see a range that is
+-- then rolled back, and so allocated again.
+SELECT segment_create('authority', step => 10);
+SELECT max_id, len FROM pg_idgen_segment_allocate('authority', 0);
+SELECT max_id, len FROM pg_idgen_segment_allocate($$authority$$::text, 25::bigint);
+BEGIN;
+SELECT * FROM pg_idgen_segment_allocate('authority', 0);
+ROLLBACK;
+DO $$ BEGIN PERFORM * FROM pg_idgen_segment_allocate('authority', 0); RAISE EXCEPTION 'rolled back'; END $$;
+SELECT * FROM pg_idgen_segment_allocate('authority', 0) UNION ALL SELECT 0, 0;
+SELECT max_id + 0 AS max_id FROM pg_idgen_segment_allocate('authority', 0);
+SELECT * FROM pg_idgen_segment_allocate('authority', (SELECT 0));
+SET default_transaction_isolation = 'serializable';
+SELECT * FROM pg_idgen_segment_allocate('authority', 0);
+RESET default_transaction_isolation;
+-- None of the refused calls took a range.
+SELECT max_id FROM segment_tag WHERE tag = 'authority';
