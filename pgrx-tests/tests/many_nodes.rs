@@ -608,8 +608,9 @@ fn snowflake_client(cluster: &Cluster, stop: std::sync::Arc<std::sync::atomic::A
 
 /// Claim: the registry's rows are deleted while server A holds a node id and two clients make ids
 /// on it. A server B started then gets a node id only once a lease and margin have passed since the
-/// registry found itself reset, and A, whose renewal finds no row, has made its last id before B
-/// makes its first. Over both servers' ids: no duplicate. TRUNCATE, and the extension dropped and
+/// registry found itself reset; A, whose renewal finds no row, stops and leases again after that
+/// wait too. No node id is used by both servers at the same time (one made its last id with it
+/// before the other asked for its first), and over both servers' ids there is no duplicate. TRUNCATE, and the extension dropped and
 /// created again, count as a reset too: a server that holds nothing is refused (57P03). (0.6.0
 /// gave B A's node id at once, with floor 0, while A still made ids with it.)
 #[test]
@@ -634,9 +635,19 @@ fn a_registry_that_loses_its_rows_hands_out_no_node_id_still_in_use() {
     let batches_a: Vec<_> = clients_a.into_iter().flat_map(|c| c.join().unwrap()).collect();
     let batches_b: Vec<_> = clients_b.into_iter().flat_map(|c| c.join().unwrap()).collect();
 
-    let a_last_made = batches_a.iter().map(|(_, received, _)| *received).max().expect("A made ids");
-    let b_first_asked = batches_b.iter().map(|(sent, _, _)| *sent).min().expect("B made ids");
-    assert!(a_last_made < b_first_asked, "A made ids until {:?} after B's first ids were asked for", a_last_made - b_first_asked);
+    // For every node id both servers used (the default layout: 10 node bits above 12 sequence
+    // bits), one of them made its last id with it before the other asked for its first.
+    let node = |id: i64| (id >> 12) & 1023;
+    let span = |batches: &[(Instant, Instant, Vec<i64>)], n: i64| {
+        let with_n: Vec<_> = batches.iter().filter(|(_, _, ids)| ids.iter().any(|&id| node(id) == n)).collect();
+        (!with_n.is_empty()).then(|| (with_n.iter().map(|b| b.0).min().unwrap(), with_n.iter().map(|b| b.1).max().unwrap()))
+    };
+    assert!(!batches_a.is_empty() && !batches_b.is_empty(), "both servers made ids");
+    for n in 0..1024 {
+        if let (Some((a_first, a_last)), Some((b_first, b_last))) = (span(&batches_a, n), span(&batches_b, n)) {
+            assert!(a_last < b_first || b_last < a_first, "both servers made ids with node id {n} at the same time");
+        }
+    }
     let mut db = b.connect();
     db.batch_execute("CREATE TABLE ids (id bigint NOT NULL)").unwrap();
     let ids: Vec<i64> = batches_a.iter().chain(&batches_b).flat_map(|(_, _, ids)| ids.iter().copied()).collect();

@@ -354,7 +354,8 @@ fn a_renamed_extension_schema_does_not_let_the_owner_plant_the_migrations_calls(
 fn a_schema_renamed_while_a_conversion_waits_never_runs_the_owners_code() {
     let cluster = started_cluster("privileges-rename-wait", &["pg_idgen.database = 'app'", "pg_idgen.node_id = 5"]);
     let mut postgres = cluster.connect();
-    postgres.batch_execute("CREATE ROLE owner LOGIN; CREATE DATABASE app OWNER owner").unwrap();
+    postgres.batch_execute("CREATE ROLE owner LOGIN").unwrap();
+    postgres.batch_execute("CREATE DATABASE app OWNER owner").unwrap();
     let mut superuser = cluster.connect_to("app");
     superuser
         .batch_execute(
@@ -452,13 +453,15 @@ fn a_schema_renamed_while_a_conversion_waits_never_runs_the_owners_code() {
 fn a_trigger_added_by_a_grantee_never_runs_as_the_superuser_who_manages_tags() {
     let cluster = started_cluster("privileges-grantee-tags", &["pg_idgen.database = 'app'"]);
     let mut postgres = cluster.connect();
-    postgres.batch_execute("CREATE ROLE owner LOGIN; CREATE DATABASE app OWNER owner").unwrap();
+    postgres.batch_execute("CREATE ROLE owner LOGIN").unwrap();
+    postgres.batch_execute("CREATE DATABASE app OWNER owner").unwrap();
     let mut superuser = cluster.connect_to("app");
     superuser
         .batch_execute(
             "CREATE EXTENSION pg_idgen;
              GRANT ALL ON public.segment_tag, public.node_lease TO owner;
-             CREATE TABLE public.tickets (no serial PRIMARY KEY);",
+             CREATE SCHEMA data;
+             CREATE TABLE data.tickets (no serial PRIMARY KEY);",
         )
         .unwrap();
     let mut owner = cluster.connect_as("app", "owner");
@@ -489,7 +492,7 @@ fn a_trigger_added_by_a_grantee_never_runs_as_the_superuser_who_manages_tags() {
         .batch_execute(
             "SELECT public.segment_create('made', 1, 10);
              SELECT public.segment_drop('made');
-             SELECT public.segment_convert_column('public.tickets', 'no', 'tickets');",
+             SELECT public.segment_convert_column('data.tickets', 'no', 'tickets');",
         )
         .unwrap();
     assert_eq!(planted_calls(&mut superuser), Vec::<String>::new(), "the grantee's trigger ran as the superuser");
