@@ -85,7 +85,10 @@ pub unsafe fn return_row(fcinfo: pg_sys::FunctionCallInfo, columns: &[Column]) -
         let natts = (*tupdesc).natts as usize;
         let mut datums = Vec::with_capacity(natts);
         let mut nulls = Vec::with_capacity(natts);
-        for attribute in (*tupdesc).attrs.as_slice(natts) {
+        // Why pgrx's PgTupleDesc: it knows where each major keeps the attributes (PostgreSQL 18
+        // moved them behind compact_attrs).
+        let described = pgrx::PgTupleDesc::from_pg_unchecked(tupdesc);
+        for attribute in described.iter() {
             let name = std::ffi::CStr::from_ptr(attribute.attname.data.as_ptr()).to_string_lossy();
             // Why these errors: the SQL objects of another version of the extension than its library.
             let update = Some("The extension's SQL objects and its library are of different versions: run ALTER EXTENSION pg_idgen UPDATE.");

@@ -494,12 +494,12 @@ fn check_int_text(s: &IntSetting, raw: &str) -> Result<(), String> {
 /// Names under `pg_idgen.` that no setting has: a misspelt setting would otherwise be ignored
 /// with a WARNING, and the server would run with the default.
 fn refuse_unknown_names() {
-    // SAFETY: the GUC table is an array of GetNumConfigOptions() valid entries, read in the
-    // postmaster while nothing changes it.
+    // SAFETY: every entry of the GUC table is a valid variable; read in the postmaster while nothing
+    // changes it.
     let unknown = unsafe {
-        let variables = pg_sys::get_guc_variables();
-        (0..pg_sys::GetNumConfigOptions() as usize)
-            .map(|i| &**variables.add(i))
+        guc_variables()
+            .iter()
+            .map(|&v| &*v)
             .filter(|v| v.flags & pg_sys::GUC_CUSTOM_PLACEHOLDER as i32 != 0)
             .map(|v| CStr::from_ptr(v.name).to_string_lossy().into_owned())
             .find(|name| name.to_ascii_lowercase().starts_with("pg_idgen."))
@@ -515,6 +515,32 @@ fn refuse_unknown_names() {
             .set_detail(format!("pg_idgen's settings are {}.", known.join(", ")))
             .set_hint("Correct the name in postgresql.conf (or postgresql.auto.conf) and start the server again.")
             .report(PgLogLevel::FATAL);
+    }
+}
+
+/// Every GUC variable of the server, placeholders of custom settings included.
+///
+/// # Safety
+/// Only while no setting is defined or removed (the slice is PostgreSQL's table, or on 16 and later
+/// a palloc'd copy of its pointers).
+#[cfg(feature = "pg15")]
+unsafe fn guc_variables() -> &'static [*mut pg_sys::config_generic] {
+    // SAFETY: the table holds GetNumConfigOptions() entries.
+    unsafe { std::slice::from_raw_parts(pg_sys::get_guc_variables(), pg_sys::GetNumConfigOptions() as usize) }
+}
+
+/// Every GUC variable of the server, placeholders of custom settings included. Why another body:
+/// PostgreSQL 16 keeps the variables in a hash table and returns an array of them with its length.
+///
+/// # Safety
+/// As above.
+#[cfg(any(feature = "pg16", feature = "pg17", feature = "pg18"))]
+unsafe fn guc_variables() -> &'static [*mut pg_sys::config_generic] {
+    let mut count = 0;
+    // SAFETY: the array (palloc'd in the current memory context) holds `count` entries.
+    unsafe {
+        let variables = pg_sys::get_guc_variables(&mut count);
+        std::slice::from_raw_parts(variables, count as usize)
     }
 }
 

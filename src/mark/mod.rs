@@ -330,7 +330,8 @@ fn log_to_wal(record: &MarkRecord) {
     // SAFETY: the payload outlives XLogInsert, which copies it; the record type is ours.
     unsafe {
         pg_sys::XLogBeginInsert();
-        pg_sys::XLogRegisterData(payload.as_mut_ptr().cast(), payload.len() as i32);
+        // Why `as _`: the parameters are (char *, uint32) up to PostgreSQL 17, (const void *, uint32) on 18.
+        pg_sys::XLogRegisterData(payload.as_mut_ptr() as _, payload.len() as _);
         // Why "unimportant" (as PostgreSQL marks its own periodic records): an idle server then
         // still skips checkpoints and archive_timeout segment switches. It is flushed all the same.
         pg_sys::XLogSetRecordFlags(pg_sys::XLOG_MARK_UNIMPORTANT as u8);

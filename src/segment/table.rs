@@ -221,7 +221,7 @@ pub fn tag_exists(tag: &[u8], deadline_ms: i64) -> bool {
     unsafe {
         let relation = pg_sys::table_open(table, pg_sys::NoLock as i32);
         let column = pg_sys::get_attnum(table, c"tag".as_ptr());
-        let index = pg_sys::RelationGetPrimaryKeyIndex(relation);
+        let index = primary_key_index(relation);
         if index != pg_sys::InvalidOid {
             lock_until(index, deadline_ms, tag); // a REINDEX must not hold the call either
         }
@@ -616,6 +616,21 @@ pub(super) fn unknown_tag(tag: &[u8], detail: &str) -> ! {
     )
 }
 
+/// The relation's primary key index, or InvalidOid; a deferrable one does not count, as up to
+/// PostgreSQL 17, where the function had no choice.
+///
+/// # Safety
+/// `relation` is open.
+unsafe fn primary_key_index(relation: pg_sys::Relation) -> pg_sys::Oid {
+    // SAFETY: per the contract, the relation is open.
+    unsafe {
+        #[cfg(any(feature = "pg15", feature = "pg16", feature = "pg17"))]
+        return pg_sys::RelationGetPrimaryKeyIndex(relation);
+        #[cfg(feature = "pg18")]
+        return pg_sys::RelationGetPrimaryKeyIndex(relation, false);
+    }
+}
+
 #[cfg(any(test, feature = "pg_test"))]
 #[pgrx::pg_schema]
 mod tests {
@@ -643,3 +658,4 @@ mod tests {
         assert_eq!(count, Ok(Some(0)));
     }
 }
+
