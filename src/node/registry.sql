@@ -100,7 +100,8 @@ COMMENT ON FUNCTION pg_idgen_node_registry_record(name) IS
     'Node registry, internal: records node_lease as whole after a lease was taken or renewed.';
 REVOKE EXECUTE ON FUNCTION pg_idgen_node_registry_record(name) FROM PUBLIC;
 
--- Takes a node id for a server start: the one it holds already (an answer that was lost), the
+-- Takes a node id for a server start (none, with the time to ask again, while the registry is in
+-- the wait after its start or reset): the one it holds already (an answer that was lost), the
 -- one it is configured with (or prefers: the node id it made ids with before), its own from an
 -- earlier start whose lease has ended, or a free one: never leased before first, then one whose
 -- lease ran out more than its margin ago (never a configured one). Returns it and the time its
@@ -153,7 +154,9 @@ BEGIN
     -- A registry that just started may have come back from a backup or an older standby, and one
     -- found reset (above node_registry_state) has lost rows: a lease it lost would look free.
     -- Until the longest lease and its margin have passed since the start or the reset, a server
-    -- gets only the row it holds already, and nothing else.
+    -- gets only the row it holds already, and nothing else: no node id, and the time from which
+    -- it may ask again in floor_us. Why an answer and not an error: an error would roll back the
+    -- record of the reset, and the wait would start anew at every call.
     EXECUTE pg_catalog.format('SELECT r.began, r.longest FROM %I.pg_idgen_node_registry_began($1, $2) AS r', s)
         INTO began, longest USING s, pg_catalog.make_interval(secs => (ttl_ms OPERATOR(pg_catalog.+) margin_ms) OPERATOR(pg_catalog./) 1000.0);
     EXECUTE pg_catalog.format('SELECT pg_catalog.max(l.reusable_at OPERATOR(pg_catalog.-) l.renewed_at) FROM %s l', t) INTO held_longest;
@@ -162,9 +165,9 @@ BEGIN
         EXECUTE pg_catalog.format('SELECT l.node_id FROM %s l WHERE l.holder OPERATOR(pg_catalog.=) $1 ORDER BY l.node_id LIMIT 1', t)
             INTO chosen USING holder;
         IF chosen IS NULL OR (NOT prefer AND chosen OPERATOR(pg_catalog.<>) COALESCE(wanted, chosen)) THEN
-            RAISE EXCEPTION USING ERRCODE = '57P03',
-                MESSAGE = 'the node registry started or was reset less than a lease and its margin ago',
-                DETAIL = pg_catalog.format('It may have lost leases (a restore, a failover to a standby that was behind, node_lease emptied or rewritten); it hands out node ids from %s, when every such lease has run out.', window_end);
+            node_id := NULL;
+            floor_us := (pg_catalog.extract('epoch', window_end) OPERATOR(pg_catalog.*) 1000000::pg_catalog.numeric)::pg_catalog.int8;
+            RETURN;
         END IF;
     END IF;
     -- One taker at a time: two servers must not pick the same free id.
