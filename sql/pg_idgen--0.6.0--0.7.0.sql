@@ -135,12 +135,16 @@ BEGIN
                   DETAIL = 'A conversion alters and reads it with your privileges: its constraints would run with them.',
                   HINT = pg_catalog.format('Convert as its owner: SET ROLE %I; then call %s again.', owner::pg_catalog.regrole, caller);
     END IF;
+    -- A member of the schema's owner may rename it already: trusted, unless the caller is a
+    -- superuser (a member of every role, and the one to protect).
     IF schema_by OPERATOR(pg_catalog.<>) me
-       AND NOT COALESCE((SELECT r.rolsuper FROM pg_catalog.pg_roles AS r WHERE r.oid OPERATOR(pg_catalog.=) schema_by), false) THEN
+       AND NOT COALESCE((SELECT r.rolsuper FROM pg_catalog.pg_roles AS r WHERE r.oid OPERATOR(pg_catalog.=) schema_by), false)
+       AND (COALESCE((SELECT r.rolsuper FROM pg_catalog.pg_roles AS r WHERE r.oid OPERATOR(pg_catalog.=) me), false)
+            OR NOT pg_catalog.pg_has_role(me, schema_by, 'MEMBER')) THEN
         RAISE EXCEPTION '%: schema % of % belongs to %, who could rename it while the conversion waits for a lock', caller, schema, rel, schema_by::pg_catalog.regrole
             USING ERRCODE = 'insufficient_privilege',
                   DETAIL = 'The conversion names the relation after waiting for locks; a renamed schema would give the name to another relation, whose code would run with your privileges.',
-                  HINT = pg_catalog.format('Convert as %I (SET ROLE), or let a superuser or you own schema %I.', schema_by::pg_catalog.regrole, schema);
+                  HINT = pg_catalog.format('Let a superuser or the table''s owner own schema %I (ALTER SCHEMA %I OWNER TO …), or convert as a member of %I that is not a superuser.', schema, schema, schema_by::pg_catalog.regrole);
     END IF;
 END
 $$;
@@ -610,6 +614,8 @@ CREATE TABLE node_registry_state (
     lease_rows bigint NOT NULL,         -- how many rows it had then
     renewed_sum numeric NOT NULL,       -- the sum of their renewed_at, in seconds since 1970
     timeline   text NOT NULL,           -- the WAL timeline the registry wrote them on
+    ids_before_us bigint NOT NULL,      -- the largest ids_before_us any row has held
+    reset_floor_us bigint NOT NULL,     -- that, when the registry was last found reset: lost rows' ids lie below
     reset_at   timestamptz NOT NULL,    -- when the registry began: created, or found reset
     longest    interval NOT NULL        -- the longest lease and margin it has given
 );
@@ -618,7 +624,8 @@ CREATE TABLE node_registry_state (
 INSERT INTO node_registry_state
     SELECT true, pg_catalog.pg_relation_filenode('@extschema@.node_lease'::pg_catalog.regclass), pg_catalog.count(*),
            COALESCE(pg_catalog.sum(pg_catalog.extract('epoch', l.renewed_at)), 0),
-           pg_catalog.substr(pg_catalog.pg_walfile_name(pg_catalog.pg_current_wal_lsn()), 1, 8), pg_catalog.clock_timestamp(),
+           pg_catalog.substr(pg_catalog.pg_walfile_name(pg_catalog.pg_current_wal_lsn()), 1, 8),
+           COALESCE(pg_catalog.max(l.ids_before_us), 0), 0, pg_catalog.clock_timestamp(),
            COALESCE(pg_catalog.max(l.reusable_at OPERATOR(pg_catalog.-) l.renewed_at), interval '0')
       FROM @extschema@.node_lease AS l;
 COMMENT ON TABLE node_registry_state IS
@@ -628,7 +635,7 @@ COMMENT ON TABLE node_registry_state IS
 -- records a reset otherwise. Returns when the registry began and the longest lease and margin it
 -- knows of (with `lease`, the caller's). Takes the state row's lock: calls of the registry run one
 -- at a time from here. Called only by the two functions below, in the schema they trust.
-CREATE FUNCTION pg_idgen_node_registry_began(s name, lease interval, OUT began timestamptz, OUT longest interval)
+CREATE FUNCTION pg_idgen_node_registry_began(s name, lease interval, OUT began timestamptz, OUT longest interval, OUT reset_floor_us bigint)
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
@@ -638,30 +645,36 @@ DECLARE
     renewed_sum numeric;
     known record;
 BEGIN
-    EXECUTE pg_catalog.format('SELECT r.lease_file, r.lease_rows, r.renewed_sum, r.timeline, r.reset_at, r.longest
-                                 FROM %I.node_registry_state r FOR UPDATE', s)
+    -- Why a table lock and an update in place, never a new row: a second call waiting here must
+    -- find the row the first one left, or it would count a reset of its own and lose `longest`.
+    EXECUTE pg_catalog.format('LOCK TABLE %I.node_registry_state IN EXCLUSIVE MODE', s);
+    EXECUTE pg_catalog.format('SELECT r.lease_file, r.lease_rows, r.renewed_sum, r.timeline, r.ids_before_us, r.reset_floor_us, r.reset_at, r.longest
+                                 FROM %I.node_registry_state r', s)
         INTO known;
     EXECUTE pg_catalog.format('SELECT pg_catalog.count(*), COALESCE(pg_catalog.sum(pg_catalog.extract(''epoch'', l.renewed_at)), 0)
                                  FROM %I.node_lease l', s)
         INTO lease_rows, renewed_sum;
     longest := GREATEST(known.longest, lease);
     began := known.reset_at;
+    reset_floor_us := known.reset_floor_us;
     IF known.lease_file IS NULL OR known.lease_file OPERATOR(pg_catalog.<>) lease_file
        OR known.lease_rows OPERATOR(pg_catalog.<>) lease_rows OR known.renewed_sum OPERATOR(pg_catalog.>) renewed_sum
        OR known.timeline OPERATOR(pg_catalog.<>) timeline THEN
         RAISE LOG 'pg_idgen node registry: node_lease is not what its leases were given from (% rows, renewals summing to % s, in file % on timeline %; expected %, %, %, %): it counts as reset, and hands out node ids not held only after % from now',
             lease_rows, renewed_sum, lease_file, timeline, known.lease_rows, known.renewed_sum, known.lease_file, known.timeline, longest;
         began := pg_catalog.clock_timestamp();
-        EXECUTE pg_catalog.format('DELETE FROM %I.node_registry_state', s);
-        EXECUTE pg_catalog.format('INSERT INTO %I.node_registry_state VALUES (true, $1, $2, $3, $4, $5, $6)', s)
-            USING lease_file, lease_rows, renewed_sum, timeline, began, longest;
+        reset_floor_us := COALESCE(known.ids_before_us, 0);
+        EXECUTE pg_catalog.format('INSERT INTO %I.node_registry_state AS r VALUES (true, $1, $2, $3, $4, $5, $5, $6, $7)
+                                     ON CONFLICT (only_row) DO UPDATE SET lease_file = $1, lease_rows = $2, renewed_sum = $3, timeline = $4,
+                                                                          reset_floor_us = $5, reset_at = $6, longest = $7', s)
+            USING lease_file, lease_rows, renewed_sum, timeline, reset_floor_us, began, longest;
     ELSIF longest OPERATOR(pg_catalog.>) known.longest THEN
         EXECUTE pg_catalog.format('UPDATE %I.node_registry_state SET longest = $1', s) USING longest;
     END IF;
 END
 $$;
 COMMENT ON FUNCTION pg_idgen_node_registry_began(name, interval) IS
-    'Node registry, internal: when the registry began (created, or found reset), and the longest lease and margin it knows of.';
+    'Node registry, internal: when the registry began (created, or found reset), the longest lease and margin it knows of, and the floor of node ids whose rows a reset lost.';
 REVOKE EXECUTE ON FUNCTION pg_idgen_node_registry_began(name, interval) FROM PUBLIC;
 
 -- Records node_lease as whole after the registry's own change of it (a lease taken or renewed).
@@ -669,8 +682,9 @@ CREATE FUNCTION pg_idgen_node_registry_record(s name) RETURNS void
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
-    EXECUTE pg_catalog.format('UPDATE %1$I.node_registry_state SET (lease_rows, renewed_sum) =
-                                 (SELECT pg_catalog.count(*), COALESCE(pg_catalog.sum(pg_catalog.extract(''epoch'', l.renewed_at)), 0)
+    EXECUTE pg_catalog.format('UPDATE %1$I.node_registry_state AS r SET (lease_rows, renewed_sum, ids_before_us) =
+                                 (SELECT pg_catalog.count(*), COALESCE(pg_catalog.sum(pg_catalog.extract(''epoch'', l.renewed_at)), 0),
+                                         GREATEST(r.ids_before_us, pg_catalog.max(l.ids_before_us))
                                     FROM %1$I.node_lease l)', s);
 END
 $$;
@@ -678,7 +692,8 @@ COMMENT ON FUNCTION pg_idgen_node_registry_record(name) IS
     'Node registry, internal: records node_lease as whole after a lease was taken or renewed.';
 REVOKE EXECUTE ON FUNCTION pg_idgen_node_registry_record(name) FROM PUBLIC;
 
--- Takes a node id for a server start: the one it holds already (an answer that was lost), the
+-- Takes a node id for a server start (none, with the time to ask again, while the registry is in
+-- the wait after its start or reset): the one it holds already (an answer that was lost), the
 -- one it is configured with (or prefers: the node id it made ids with before), its own from an
 -- earlier start whose lease has ended, or a free one: never leased before first, then one whose
 -- lease ran out more than its margin ago (never a configured one). Returns it and the time its
@@ -714,6 +729,7 @@ DECLARE
     chosen int;
     longest interval;
     held_longest interval;
+    reset_floor_us bigint;
 BEGIN
     IF s IS NULL THEN
         RAISE EXCEPTION USING ERRCODE = '42501', MESSAGE = 'pg_idgen''s schema in the node registry is owned by a role that is not a superuser';
@@ -731,19 +747,22 @@ BEGIN
     -- A registry that just started may have come back from a backup or an older standby, and one
     -- found reset (above node_registry_state) has lost rows: a lease it lost would look free.
     -- Until the longest lease and its margin have passed since the start or the reset, a server
-    -- gets only the row it holds already, and nothing else.
-    EXECUTE pg_catalog.format('SELECT r.began, r.longest FROM %I.pg_idgen_node_registry_began($1, $2) AS r', s)
-        INTO began, longest USING s, pg_catalog.make_interval(secs => (ttl_ms OPERATOR(pg_catalog.+) margin_ms) OPERATOR(pg_catalog./) 1000.0);
+    -- gets only the row it holds already, and nothing else: no node id, and the time from which
+    -- it may ask again in floor_us. Why an answer and not an error: an error would roll back the
+    -- record of the reset, and the wait would start anew at every call.
+    EXECUTE pg_catalog.format('SELECT r.began, r.longest, r.reset_floor_us FROM %I.pg_idgen_node_registry_began($1, $2) AS r', s)
+        INTO began, longest, reset_floor_us USING s, pg_catalog.make_interval(secs => (ttl_ms OPERATOR(pg_catalog.+) margin_ms) OPERATOR(pg_catalog./) 1000.0);
     EXECUTE pg_catalog.format('SELECT pg_catalog.max(l.reusable_at OPERATOR(pg_catalog.-) l.renewed_at) FROM %s l', t) INTO held_longest;
     window_end := GREATEST(pg_catalog.pg_postmaster_start_time(), began) OPERATOR(pg_catalog.+) GREATEST(longest, held_longest);
     IF pg_catalog.clock_timestamp() OPERATOR(pg_catalog.<) window_end THEN
         EXECUTE pg_catalog.format('SELECT l.node_id FROM %s l WHERE l.holder OPERATOR(pg_catalog.=) $1 ORDER BY l.node_id LIMIT 1', t)
             INTO chosen USING holder;
         IF chosen IS NULL OR (NOT prefer AND chosen OPERATOR(pg_catalog.<>) COALESCE(wanted, chosen)) THEN
-            RAISE EXCEPTION USING ERRCODE = '57P03',
-                MESSAGE = 'the node registry started or was reset less than a lease and its margin ago',
-                DETAIL = pg_catalog.format('It may have lost leases (a restore, a failover to a standby that was behind, node_lease emptied or rewritten); it hands out node ids from %s, when every such lease has run out.', window_end);
+            node_id := NULL;
+            floor_us := (pg_catalog.extract('epoch', window_end) OPERATOR(pg_catalog.*) 1000000::pg_catalog.numeric)::pg_catalog.int8;
+            RETURN;
         END IF;
+        wanted := chosen; -- the row it holds, and no other (a preferred id's row may be one it lost)
     END IF;
     -- One taker at a time: two servers must not pick the same free id.
     EXECUTE pg_catalog.format('LOCK TABLE %s IN SHARE ROW EXCLUSIVE MODE', t);
@@ -819,7 +838,7 @@ BEGIN
              renewed_at = EXCLUDED.renewed_at
          RETURNING l.floor_us', t)
         INTO floor_us USING chosen, holder, holder_name, layout, wanted IS NOT NULL AND NOT prefer, ttl_ms, margin_ms, ids_before_us,
-                            (pg_catalog.extract('epoch', window_end) OPERATOR(pg_catalog.*) 1000000::pg_catalog.numeric)::pg_catalog.int8;
+                            GREATEST((pg_catalog.extract('epoch', window_end) OPERATOR(pg_catalog.*) 1000000::pg_catalog.numeric)::pg_catalog.int8, reset_floor_us);
     -- One row per holder: another it took (an answer lost after a commit) is free again; its
     -- ids_before_us stays, and becomes the next holder's floor.
     EXECUTE pg_catalog.format(

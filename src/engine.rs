@@ -136,19 +136,22 @@ impl Generator {
     }
 
     /// Where borrowing counts from when values run ahead of the clock (`now_us`): the later of
-    /// the clock and the floor. Under keep_generating the floor's clock runs on from the floor's
+    /// the clock and the floor; and the time that moves towards the values meanwhile, which a
+    /// wait is measured from. Under keep_generating the floor's clock runs on from the floor's
     /// time at the monotonic clock's speed, so after a restart onto a slow clock (or a crash, or
     /// an advance, or a lease taken over from a server whose clock was ahead) values continue
     /// from the floor at full speed, as after a step back, instead of stopping once one borrow's
-    /// worth is used. Under refuse the floor stays where it is, so calls fail until the wall
-    /// clock has caught up, as that policy promises.
+    /// worth is used. Under refuse the floor stays where it is and only the clock moves, so calls
+    /// fail until the wall clock has caught up, as that policy promises.
     #[cold]
-    fn borrow_origin_us(&self, cell: &GeneratorCell, config: &Config, now_us: i64) -> i64 {
-        let floor_us = match config.clock_step_policy {
-            StepPolicy::KeepGenerating => clock::monotonic_micros() + cell.floor_clock_offset_us.load(Ordering::Relaxed),
-            StepPolicy::Refuse => self.shape.start_us(cell.floor.load(Ordering::Relaxed)),
-        };
-        now_us.max(floor_us)
+    fn borrow_origin_us(&self, cell: &GeneratorCell, config: &Config, now_us: i64) -> (i64, i64) {
+        match config.clock_step_policy {
+            StepPolicy::KeepGenerating => {
+                let origin_us = now_us.max(clock::monotonic_micros() + cell.floor_clock_offset_us.load(Ordering::Relaxed));
+                (origin_us, origin_us)
+            }
+            StepPolicy::Refuse => (now_us.max(self.shape.start_us(cell.floor.load(Ordering::Relaxed))), now_us),
+        }
     }
 
     /// Lets the generator reach a new durable mark (`mark_limit` only rises).
@@ -212,11 +215,11 @@ impl Generator {
             // The values' time stays that of the clock, so the lead shrinks as the clock catches
             // up whenever values are made slower than the cap, instead of the clock being moved.
             if candidate_tick > now_tick + borrow_ticks {
-                let origin_us = self.borrow_origin_us(cell, config, now_us);
+                let (origin_us, moving_us) = self.borrow_origin_us(cell, config, now_us);
                 let origin_tick = shape.clock.tick_at(origin_us).unwrap_or(shape.clock.max_tick);
                 if candidate_tick > origin_tick + borrow_ticks {
                     // Ahead by more than we may borrow: wait until it is close enough.
-                    let behind_us = shape.clock.tick_start_us(candidate_tick - borrow_ticks) - origin_us;
+                    let behind_us = shape.clock.tick_start_us(candidate_tick - borrow_ticks) - moving_us;
                     waited_us += self.wait_for_clock(config, behind_us, waited_us);
                     last = cell.last.load(Ordering::Relaxed);
                     now_us = Self::now_us(state, config);

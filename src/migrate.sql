@@ -145,12 +145,16 @@ BEGIN
                   DETAIL = 'A conversion alters and reads it with your privileges: its constraints would run with them.',
                   HINT = pg_catalog.format('Convert as its owner: SET ROLE %I; then call %s again.', owner::pg_catalog.regrole, caller);
     END IF;
+    -- A member of the schema's owner may rename it already: trusted, unless the caller is a
+    -- superuser (a member of every role, and the one to protect).
     IF schema_by OPERATOR(pg_catalog.<>) me
-       AND NOT COALESCE((SELECT r.rolsuper FROM pg_catalog.pg_roles AS r WHERE r.oid OPERATOR(pg_catalog.=) schema_by), false) THEN
+       AND NOT COALESCE((SELECT r.rolsuper FROM pg_catalog.pg_roles AS r WHERE r.oid OPERATOR(pg_catalog.=) schema_by), false)
+       AND (COALESCE((SELECT r.rolsuper FROM pg_catalog.pg_roles AS r WHERE r.oid OPERATOR(pg_catalog.=) me), false)
+            OR NOT pg_catalog.pg_has_role(me, schema_by, 'MEMBER')) THEN
         RAISE EXCEPTION '%: schema % of % belongs to %, who could rename it while the conversion waits for a lock', caller, schema, rel, schema_by::pg_catalog.regrole
             USING ERRCODE = 'insufficient_privilege',
                   DETAIL = 'The conversion names the relation after waiting for locks; a renamed schema would give the name to another relation, whose code would run with your privileges.',
-                  HINT = pg_catalog.format('Convert as %I (SET ROLE), or let a superuser or you own schema %I.', schema_by::pg_catalog.regrole, schema);
+                  HINT = pg_catalog.format('Let a superuser or the table''s owner own schema %I (ALTER SCHEMA %I OWNER TO …), or convert as a member of %I that is not a superuser.', schema, schema, schema_by::pg_catalog.regrole);
     END IF;
 END
 $$;

@@ -111,7 +111,9 @@ fn a_full_speed_stream_after_a_clean_restart_onto_a_slow_clock_never_stops() {
     let borrow_ids = 100 * 4096;
     assert!(total > 10 * borrow_ids, "the stream made {total} ids, fewer than 10 borrows' worth ({borrow_ids} each)");
     let ahead: f64 = status_row(&mut db, "extract(epoch FROM ahead_of_clock)::float8").get(0);
-    assert!(ahead > 3590.0, "the ids run ahead of the slow wall clock by the hour ({ahead} s)");
+    // Nearly the hour: made slower than the cap, the ids' time gains on the wall clock less than a
+    // second per second, so the lead shrinks a little.
+    assert!((3500.0..3610.0).contains(&ahead), "the ids run ahead of the slow wall clock by about the hour ({ahead} s)");
 }
 
 /// Claim: 10 times, the postmaster is killed with SIGKILL while 4 clients take ids, and started

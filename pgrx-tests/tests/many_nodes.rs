@@ -608,9 +608,11 @@ fn snowflake_client(cluster: &Cluster, stop: std::sync::Arc<std::sync::atomic::A
 
 /// Claim: the registry's rows are deleted while server A holds a node id and two clients make ids
 /// on it. A server B started then gets a node id only once a lease and margin have passed since the
-/// registry found itself reset, and A, whose renewal finds no row, has made its last id before B
-/// makes its first. Over both servers' ids: no duplicate. TRUNCATE, and the extension dropped and
-/// created again, count as a reset too: a server that holds nothing is refused (57P03). (0.6.0
+/// registry found itself reset; A, whose renewal finds no row, stops and leases again after that
+/// wait too. No node id is used by both servers at the same time (one made its last id with it
+/// before the other asked for its first), and over both servers' ids there is no duplicate. TRUNCATE, and the extension dropped and
+/// created again, count as a reset too: a server that holds nothing gets no node id until the end of
+/// a wait that does not move on with each call. (0.6.0
 /// gave B A's node id at once, with floor 0, while A still made ids with it.)
 #[test]
 fn a_registry_that_loses_its_rows_hands_out_no_node_id_still_in_use() {
@@ -634,9 +636,19 @@ fn a_registry_that_loses_its_rows_hands_out_no_node_id_still_in_use() {
     let batches_a: Vec<_> = clients_a.into_iter().flat_map(|c| c.join().unwrap()).collect();
     let batches_b: Vec<_> = clients_b.into_iter().flat_map(|c| c.join().unwrap()).collect();
 
-    let a_last_made = batches_a.iter().map(|(_, received, _)| *received).max().expect("A made ids");
-    let b_first_asked = batches_b.iter().map(|(sent, _, _)| *sent).min().expect("B made ids");
-    assert!(a_last_made < b_first_asked, "A made ids until {:?} after B's first ids were asked for", a_last_made - b_first_asked);
+    // For every node id both servers used (the default layout: 10 node bits above 12 sequence
+    // bits), one of them made its last id with it before the other asked for its first.
+    let node = |id: i64| (id >> 12) & 1023;
+    let span = |batches: &[(Instant, Instant, Vec<i64>)], n: i64| {
+        let with_n: Vec<_> = batches.iter().filter(|(_, _, ids)| ids.iter().any(|&id| node(id) == n)).collect();
+        (!with_n.is_empty()).then(|| (with_n.iter().map(|b| b.0).min().unwrap(), with_n.iter().map(|b| b.1).max().unwrap()))
+    };
+    assert!(!batches_a.is_empty() && !batches_b.is_empty(), "both servers made ids");
+    for n in 0..1024 {
+        if let (Some((a_first, a_last)), Some((b_first, b_last))) = (span(&batches_a, n), span(&batches_b, n)) {
+            assert!(a_last < b_first || b_last < a_first, "both servers made ids with node id {n} at the same time");
+        }
+    }
     let mut db = b.connect();
     db.batch_execute("CREATE TABLE ids (id bigint NOT NULL)").unwrap();
     let ids: Vec<i64> = batches_a.iter().chain(&batches_b).flat_map(|(_, _, ids)| ids.iter().copied()).collect();
@@ -644,13 +656,18 @@ fn a_registry_that_loses_its_rows_hands_out_no_node_id_still_in_use() {
     let row = db.query_one("SELECT count(*), count(DISTINCT id) FROM ids", &[]).unwrap();
     assert_eq!(row.get::<_, i64>(0), row.get::<_, i64>(1), "no duplicate over both servers");
 
-    // TRUNCATE, and DROP and CREATE EXTENSION: a server holding nothing is refused for a while.
+    // TRUNCATE, and DROP and CREATE EXTENSION: a server holding nothing gets no node id for a
+    // while, only the time to ask again; that time does not move on at the next call (the reset is
+    // recorded although no id was given).
     let mut r = registry.connect();
-    let take = "SELECT * FROM pg_idgen_node_lease_take('probe', 'probe', 'twitter', NULL, 1023, 3000, 1000, 0, false)";
+    let take = "SELECT node_id, floor_us FROM pg_idgen_node_lease_take('probe', 'probe', 'twitter', NULL, 1023, 3000, 1000, 0, false)";
     for reset in ["TRUNCATE node_lease", "DROP EXTENSION pg_idgen; CREATE EXTENSION pg_idgen"] {
         r.batch_execute(reset).unwrap();
-        let error = r.query_one(take, &[]).expect_err(reset);
-        assert_eq!(sqlstate(&error), "57P03", "{reset}: {error:?}");
+        let first = r.query_one(take, &[]).unwrap();
+        assert_eq!(first.get::<_, Option<i32>>(0), None, "{reset}: no node id during the wait");
+        thread::sleep(Duration::from_millis(500));
+        let again = r.query_one(take, &[]).unwrap();
+        assert_eq!((again.get::<_, Option<i32>>(0), again.get::<_, i64>(1)), (None, first.get::<_, i64>(1)), "{reset}: the same wait");
     }
 }
 

@@ -273,14 +273,11 @@ fn a_trigger_added_by_a_grantee_never_runs_in_the_worker() {
     );
 }
 
-/// Claim: the owner of a database, not a superuser, renames `public` (which holds pg_idgen) away
-/// and creates a new `public` with functions named like every pg_idgen function the migration
-/// calls, also overloads with text arguments; then a superuser converts a serial column to
-/// snowflake ids and another to a segment tag. No planted function runs, the owner stays a
-/// non-superuser, and the new defaults call pg_idgen's own generators.
-#[test]
-fn a_renamed_extension_schema_does_not_let_the_owner_plant_the_migrations_calls() {
-    let cluster = started_cluster("privileges-migrate", &["pg_idgen.database = 'app'", "pg_idgen.node_id = 5"]);
+/// A cluster whose database `app` belongs to `owner`, not a superuser, with pg_idgen in `public`
+/// and, in a superuser's schema `data`, two serial tables to convert (`orders.id`, `invoices.no`).
+/// Returns the cluster and a superuser's session in `app`.
+fn app_with_tables_to_convert(name: &str) -> (pg_idgen_system_tests::Cluster, Client) {
+    let cluster = started_cluster(name, &["pg_idgen.database = 'app'", "pg_idgen.node_id = 5"]);
     let mut postgres = cluster.connect();
     postgres.batch_execute("CREATE ROLE owner LOGIN").unwrap();
     postgres.batch_execute("CREATE DATABASE app OWNER owner").unwrap();
@@ -295,11 +292,17 @@ fn a_renamed_extension_schema_does_not_let_the_owner_plant_the_migrations_calls(
              INSERT INTO data.invoices DEFAULT VALUES;",
         )
         .unwrap();
-    let mut owner = cluster.connect_as("app", "owner");
+    (cluster, superuser)
+}
+
+/// As the database's owner: renames `public` (pg_idgen's schema) to `ext`, creates a new `public`
+/// with the look-alikes of `PLANTS`, and functions named like every pg_idgen function a conversion
+/// called in 0.6.0, also an overload with text arguments; each records its call.
+fn plant_migration_lookalikes(owner: &mut Client) {
     owner.batch_execute("ALTER SCHEMA public RENAME TO ext; CREATE SCHEMA public;").unwrap();
     owner.batch_execute(PLANTS).unwrap();
     // (signature, result, the body's RETURN)
-    let plants = [
+    for (signature, result, give_back) in [
         ("snowflake_next()", "bigint", "RETURN 1;"),
         ("snowflake_advance_past(bigint)", "void", "RETURN;"),
         ("segment_next(text)", "bigint", "RETURN 1;"),
@@ -310,8 +313,7 @@ fn a_renamed_extension_schema_does_not_let_the_owner_plant_the_migrations_calls(
         ("pg_idgen_stop_sequence(regclass)", "void", "RETURN;"),
         ("pg_idgen_convert_column(regclass, name, text, text, integer)", "void", "RETURN;"),
         ("pg_idgen_convert_column(regclass, name, text, text, text)", "void", "RETURN;"),
-    ];
-    for (signature, result, give_back) in plants {
+    ] {
         owner
             .batch_execute(&format!(
                 "CREATE FUNCTION public.{signature} RETURNS {result} LANGUAGE plpgsql AS
@@ -319,6 +321,18 @@ fn a_renamed_extension_schema_does_not_let_the_owner_plant_the_migrations_calls(
             ))
             .unwrap();
     }
+}
+
+/// Claim: the owner of a database, not a superuser, renames `public` (which holds pg_idgen) away
+/// and creates a new `public` with functions named like every pg_idgen function the migration
+/// calls, also overloads with text arguments; then a superuser converts a serial column to
+/// snowflake ids and another to a segment tag. No planted function runs, the owner stays a
+/// non-superuser, and the new defaults call pg_idgen's own generators.
+#[test]
+fn a_renamed_extension_schema_does_not_let_the_owner_plant_the_migrations_calls() {
+    let (cluster, mut superuser) = app_with_tables_to_convert("privileges-migrate");
+    let mut owner = cluster.connect_as("app", "owner");
+    plant_migration_lookalikes(&mut owner);
 
     superuser.batch_execute("SELECT ext.snowflake_convert_column('data.orders', 'id')").unwrap();
     superuser.batch_execute("SELECT ext.segment_convert_column('data.invoices', 'no', 'invoices')").unwrap();
@@ -352,20 +366,8 @@ fn a_renamed_extension_schema_does_not_let_the_owner_plant_the_migrations_calls(
 /// name before the wait and called the planted functions after it, as the superuser.)
 #[test]
 fn a_schema_renamed_while_a_conversion_waits_never_runs_the_owners_code() {
-    let cluster = started_cluster("privileges-rename-wait", &["pg_idgen.database = 'app'", "pg_idgen.node_id = 5"]);
+    let (cluster, mut superuser) = app_with_tables_to_convert("privileges-rename-wait");
     let mut postgres = cluster.connect();
-    postgres.batch_execute("CREATE ROLE owner LOGIN; CREATE DATABASE app OWNER owner").unwrap();
-    let mut superuser = cluster.connect_to("app");
-    superuser
-        .batch_execute(
-            "CREATE EXTENSION pg_idgen;
-             CREATE SCHEMA data;
-             CREATE TABLE data.orders (id serial PRIMARY KEY);
-             CREATE TABLE data.invoices (no serial PRIMARY KEY);
-             INSERT INTO data.orders DEFAULT VALUES;
-             INSERT INTO data.invoices DEFAULT VALUES;",
-        )
-        .unwrap();
     let orders: u32 = superuser.query_one("SELECT 'data.orders'::regclass::oid", &[]).unwrap().get(0);
     let invoices: u32 = superuser.query_one("SELECT 'data.invoices'::regclass::oid", &[]).unwrap().get(0);
     let mut holder = cluster.connect_to("app");
@@ -396,26 +398,7 @@ fn a_schema_renamed_while_a_conversion_waits_never_runs_the_owners_code() {
         thread::sleep(std::time::Duration::from_millis(20));
     }
     let mut owner = cluster.connect_as("app", "owner");
-    owner.batch_execute("ALTER SCHEMA public RENAME TO ext; CREATE SCHEMA public;").unwrap();
-    owner.batch_execute(PLANTS).unwrap();
-    for (signature, result, give_back) in [
-        ("snowflake_next()", "bigint", "RETURN 1;"),
-        ("snowflake_advance_past(bigint)", "void", "RETURN;"),
-        ("segment_next(text)", "bigint", "RETURN 1;"),
-        ("segment_create(text, bigint, integer, text)", "void", "RETURN;"),
-        ("pg_idgen_generators()", "void", "RETURN;"),
-        ("pg_idgen_require_segments(text)", "void", "RETURN;"),
-        ("pg_idgen_require_ascending(regclass)", "void", "RETURN;"),
-        ("pg_idgen_stop_sequence(regclass)", "void", "RETURN;"),
-        ("pg_idgen_convert_column(regclass, name, text, text, integer)", "void", "RETURN;"),
-    ] {
-        owner
-            .batch_execute(&format!(
-                "CREATE FUNCTION public.{signature} RETURNS {result} LANGUAGE plpgsql AS
-                     $$ BEGIN PERFORM public.plant_hit('{signature}'); {give_back} END $$;"
-            ))
-            .unwrap();
-    }
+    plant_migration_lookalikes(&mut owner);
     holder.batch_execute("COMMIT").unwrap();
     let converted = converting.join().unwrap();
 
@@ -452,13 +435,15 @@ fn a_schema_renamed_while_a_conversion_waits_never_runs_the_owners_code() {
 fn a_trigger_added_by_a_grantee_never_runs_as_the_superuser_who_manages_tags() {
     let cluster = started_cluster("privileges-grantee-tags", &["pg_idgen.database = 'app'"]);
     let mut postgres = cluster.connect();
-    postgres.batch_execute("CREATE ROLE owner LOGIN; CREATE DATABASE app OWNER owner").unwrap();
+    postgres.batch_execute("CREATE ROLE owner LOGIN").unwrap();
+    postgres.batch_execute("CREATE DATABASE app OWNER owner").unwrap();
     let mut superuser = cluster.connect_to("app");
     superuser
         .batch_execute(
             "CREATE EXTENSION pg_idgen;
              GRANT ALL ON public.segment_tag, public.node_lease TO owner;
-             CREATE TABLE public.tickets (no serial PRIMARY KEY);",
+             CREATE SCHEMA data;
+             CREATE TABLE data.tickets (no serial PRIMARY KEY);",
         )
         .unwrap();
     let mut owner = cluster.connect_as("app", "owner");
@@ -489,7 +474,7 @@ fn a_trigger_added_by_a_grantee_never_runs_as_the_superuser_who_manages_tags() {
         .batch_execute(
             "SELECT public.segment_create('made', 1, 10);
              SELECT public.segment_drop('made');
-             SELECT public.segment_convert_column('public.tickets', 'no', 'tickets');",
+             SELECT public.segment_convert_column('data.tickets', 'no', 'tickets');",
         )
         .unwrap();
     assert_eq!(planted_calls(&mut superuser), Vec::<String>::new(), "the grantee's trigger ran as the superuser");

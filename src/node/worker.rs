@@ -225,6 +225,17 @@ impl LeaseWorker {
                 let params =
                     [&self.holder, &self.holder_name, &self.layout, &wanted_text, &max_text, &ttl, &margin, &before, &prefer_text].map(|p| p.as_bytes());
                 let rows = connection.query(&sql, &params, deadline, &stop)?;
+                if let Some(row) = rows.first().filter(|row| row[0].is_none()) {
+                    // The registry's wait after its start or a reset (see registry.sql).
+                    let from = row[1].as_deref().and_then(|us| us.parse::<i64>().ok()).map(crate::clock::format_unix_micros);
+                    return Err(RemoteError::Refused {
+                        sqlstate: "57P03".into(),
+                        message: format!(
+                            "the node registry started or was reset less than a lease and its margin ago (it may have lost leases); it hands out node ids from {}",
+                            from.unwrap_or_else(|| "later".into())
+                        ),
+                    });
+                }
                 let parsed = rows.first().and_then(|row| {
                     Some((row[0].as_deref()?.parse::<u32>().ok()?, row[1].as_deref()?.parse::<i64>().ok()?))
                 });

@@ -379,11 +379,12 @@ pub fn install_analysis_guard() {
 
 /// Runs `f` with `search_path = pg_catalog, pg_temp`, as PostgreSQL runs its own internal SQL,
 /// and `session_replication_role = replica`: only the triggers the table's owner enabled ALWAYS
-/// (pg_idgen's own) fire. Only for pg_idgen's own statements on the tag table (the replica role
-/// also turns foreign-key triggers off): never run a caller's SQL inside it. Why: a role granted TRIGGER on the tag table would otherwise have its
+/// (pg_idgen's own) fire. Why: a role granted TRIGGER on the tag table would otherwise have its
 /// trigger run with the privileges of whoever calls segment_create(), segment_drop() or a
-/// conversion, a superuser among them (the workers pin the same for their sessions). The previous
-/// settings come back afterwards (also when `f` raises an error: the abort undoes them).
+/// conversion, a superuser among them (the workers pin the same for their sessions). Only for
+/// pg_idgen's own statements on the tag table (the replica role also turns foreign-key triggers
+/// off): never run a caller's SQL inside it. The previous settings come back afterwards (also
+/// when `f` raises an error: the abort undoes them).
 fn with_catalog_search_path<T>(f: impl FnOnce() -> T) -> T {
     // SAFETY: a GUC nest level opened and closed around `f`, as for a function's SET clause.
     // PGC_SUSET for session_replication_role: pg_idgen sets it for its own statement only.
