@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # The insert benchmark: what an INSERT costs with each key type as a table's primary key.
-#   ./dev bench inserts                                   (the full run: some 15 minutes)
+#   ./dev bench inserts [--pg N]                          (the full run: some 15 minutes)
 #   PGBENCH_SECONDS=2 ROUNDS=1 BIG_ROWS=2000000 BENCH_OUT=/tmp/inserts ./dev bench inserts
 #                                                         (a quick look, not over docs/)
 #
 # One cluster; six tables, one per key type, each `id <type> PRIMARY KEY DEFAULT <generator>`:
 # bigserial, snowflake_next(), segment_next('bench'), objectid_gen(), uuid_v7_next(),
-# gen_random_uuid(). Measured, in interleaved rounds (the order of the keys rotates each round):
+# gen_random_uuid(); on PostgreSQL 18 also core uuidv7(). Measured, in interleaved rounds (the order of the keys rotates each round):
 #   1. rows/s inserting with 1, 2 and 4 pgbench clients, in batches of 1,000 rows a transaction and
 #      one row a transaction; WAL bytes per row (pg_current_wal_insert_lsn differences) and, for
 #      single rows, the 99th percentile of the latency (pgbench's per-transaction log);
@@ -15,7 +15,8 @@
 #   3. the index size after a mixed workload: 1 million rows, then 10 times 100,000 rows inserted and
 #      the 100,000 oldest deleted, then VACUUM.
 # Writes docs/bench-inserts.csv (every measurement), docs/bench-inserts.md (the summary table:
-# best and median) and one PNG a figure under docs/ (scripts/plot_inserts.py, matplotlib).
+# best and median) and one PNG a figure under docs/ (scripts/plot_inserts.py, matplotlib); on
+# PostgreSQL 16-18, under docs/pgN/.
 cd "$(dirname "$0")/.."
 source scripts/lib.sh
 
@@ -23,9 +24,13 @@ PGBENCH_SECONDS=${PGBENCH_SECONDS:-5}
 ROUNDS=${ROUNDS:-3}
 BIG_ROWS=${BIG_ROWS:-10000000}
 PORT=54332
-OUT=${BENCH_OUT:-docs}
+default_out=docs
+[ "$PG_MAJOR" = 15 ] || default_out=docs/pg$PG_MAJOR
+OUT=${BENCH_OUT:-$default_out}
 CSV=$OUT/bench-inserts.csv
 KEYS=(bigserial snowflake segment objectid uuid_v7 gen_random_uuid)
+# PostgreSQL 18's own UUIDv7 generator, the yardstick of uuid_v7_next().
+[ "$PG_MAJOR" -lt 18 ] || KEYS+=(core_uuidv7)
 
 install_extension
 ensure_matplotlib
@@ -48,6 +53,8 @@ CREATE TABLE bench_objectid        (id objectid PRIMARY KEY DEFAULT objectid_gen
 CREATE TABLE bench_uuid_v7         (id uuid     PRIMARY KEY DEFAULT uuid_v7_next(),         payload bigint NOT NULL);
 CREATE TABLE bench_gen_random_uuid (id uuid     PRIMARY KEY DEFAULT gen_random_uuid(),      payload bigint NOT NULL);
 SQL
+[ "$PG_MAJOR" -lt 18 ] ||
+    psql_bench -c "CREATE TABLE bench_core_uuidv7 (id uuid PRIMARY KEY DEFAULT uuidv7(), payload bigint NOT NULL)"
 
 mkdir -p "$OUT"
 echo "figure,key,clients,mode,round,value" >"$CSV"

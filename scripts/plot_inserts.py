@@ -18,13 +18,15 @@ matplotlib.use("Agg")  # files only, no display
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.ticker import FuncFormatter  # noqa: E402
 
-KEYS = ["bigserial", "snowflake", "segment", "objectid", "uuid_v7", "gen_random_uuid"]
+# In the order of the tables and plots; a key the CSV lacks (core_uuidv7 before PostgreSQL 18) is left out.
+ALL_KEYS = ["bigserial", "snowflake", "segment", "objectid", "uuid_v7", "core_uuidv7", "gen_random_uuid"]
 LABELS = {
     "bigserial": "bigserial",
     "snowflake": "snowflake_next()",
     "segment": "segment_next()",
     "objectid": "objectid_gen()",
     "uuid_v7": "uuid_v7_next()",
+    "core_uuidv7": "uuidv7() (core, PostgreSQL 18)",
     "gen_random_uuid": "gen_random_uuid()",
 }
 CLIENTS = ["1", "2", "4"]
@@ -83,7 +85,9 @@ def plot(out, name, series, groups, ylabel, title):
 
 
 def main(csv_path, out_dir):
+    global KEYS
     values = load(csv_path)
+    KEYS = [k for k in ALL_KEYS if any(key == k for (_, key, _, _) in values)]
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     lines = []

@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
-# The test suites, in order; exits non-zero on the first failing suite. Run through `./dev test`:
-#   ./dev test                  every part on every supported PostgreSQL: unit and regress on 15,
-#                               16, 17 and 18; system on 15 and 18 (the oldest and the newest);
-#                               package on 15 (installed for real)
+# The test suites; exits non-zero if any fails. Run through `./dev test`:
+#   ./dev test                  every part on every supported PostgreSQL: unit, regress and package
+#                               on 15, 16, 17 and 18; system on 15 and 18 (the oldest and the newest)
 #   ./dev test --pg N           every part on PostgreSQL N only
 #   ./dev test [--pg N] PART [FILTER…]   one part (on every version, or on N), narrowed by FILTER;
 #                               a filter that selects nothing fails
@@ -11,8 +10,16 @@
 #     regress  the pg_regress suite in tests/ against clusters of our own; FILTER: test names
 #     system   the system tests in pgrx-tests/: real clusters, concurrent clients, restarts,
 #              standbys; FILTER: a test file (pgrx-tests/tests/NAME.rs) or part of a test's name
-#     package  the Debian package: dpkg -i, ids made, dpkg -r (then the extension is installed again)
-# Prints what ran on which version, and how long it took, at the end.
+#     package  the Debian package: on 15 dpkg -i, ids made, dpkg -r; on 16-18 its files, loaded into
+#              that major's server, make ids (then the extension is installed again)
+# A part that fails stops the parts after it, but not the system tests already running. Prints what
+# ran on which version, and how long it took, at the end.
+#
+# Why system tests run in the background: they spend most of their time waiting (for restarts,
+# leases, clocks), and a run on every version would last an hour one part after the other. So the
+# system tests of a major start as soon as its extension is installed, and the next major's build and
+# tests go on in front at the lowest priority (nice 19): the system tests, whose timing is part of what
+# they check, get the CPU whenever they want it. Their output is printed when they end.
 cd "$(dirname "$0")/.."
 source scripts/lib.sh
 
@@ -50,23 +57,27 @@ runs() {
     [ "$part" = all ] || [ "$part" = "$1" ] || return 1
     # Why only where asked, or on the oldest and the newest: a run on all four must stay well within
     # CI's time; the system tests are the long part, and what differs between majors shows at its ends.
-    [ -n "$PG_CHOSEN" ] || case "$1" in
-        system) [ "$2" = 15 ] || [ "$2" = 18 ] ;;
-        package) [ "$2" = 15 ] ;;
-    esac
+    [ -n "$PG_CHOSEN" ] || [ "$1" != system ] || [ "$2" = 15 ] || [ "$2" = 18 ]
 }
 
 summary=()
-# timed LABEL COMMAND...: runs COMMAND, notes LABEL and its duration for the summary.
+failed=0
+# timed LABEL COMMAND...: runs COMMAND, notes LABEL and its duration for the summary; after a
+# failure, ends the run (once the system tests in the background have ended).
 timed() {
     local label=$1 start=$SECONDS status=0
     shift
     # Why each function ends in the command whose status counts: set -e does not apply under ||.
     "$@" || status=$?
+    note_outcome "$label" $((SECONDS - start)) $status
+    [ $status -eq 0 ] || finish
+}
+
+# note_outcome LABEL SECONDS STATUS: a line of the summary.
+note_outcome() {
     local outcome=ok
-    [ $status -eq 0 ] || outcome="FAILED (exit $status)"
-    summary+=("$(printf '%-28s %4d:%02d  %s' "$label" $(((SECONDS - start) / 60)) $(((SECONDS - start) % 60)) "$outcome")")
-    [ $status -eq 0 ] || exit $status
+    [ "$3" -eq 0 ] || { outcome="FAILED (exit $3)"; failed=$3; }
+    summary+=("$(printf '%-34s %4d:%02d  %s' "$1" $(($2 / 60)) $(($2 % 60)) "$outcome")")
 }
 
 unit_tests() {
@@ -88,14 +99,68 @@ system_tests() {
     run_filtered cargo test --release --no-fail-fast --manifest-path pgrx-tests/Cargo.toml "${selection[@]}"
 }
 
-report() {
-    say "what ran, and how long it took"
-    printf '%s\n' "${summary[@]}" >&2
-}
-trap report EXIT
+# The system tests running in the background: their majors, and where their output goes.
+background=()
+background_log() { echo "$WORK_ROOT/system-tests-pg$1.log"; }
 
-versions=("${PG_VERSIONS[@]}")
+# system_tests_in_background MAJOR: starts the system tests of MAJOR, at the priority the run
+# started with, and lowers the priority of everything after it in front.
+system_tests_in_background() {
+    local major=$1 log
+    log=$(background_log "$major")
+    say "PostgreSQL $major: system tests, in the background (output at the end; $log)"
+    (
+        renice -n "$START_NICENESS" -p "$BASHPID" >/dev/null
+        use_pg "$major"
+        start=$SECONDS status=0
+        system_tests >"$log" 2>&1 || status=$?
+        echo "$((SECONDS - start)) $status" >"$log.outcome"
+    ) &
+    background+=("$major")
+    renice -n 19 -p $$ >/dev/null
+}
+
+# finish [STATUS]: waits for the system tests in the background, prints their output, the summary,
+# and exits with the status of the run (STATUS: that of a step that ended the script).
+finish() {
+    local ended_with=${1:-0}
+    trap - EXIT
+    [ "$ended_with" -eq 0 ] || failed=$ended_with
+    wait
+    local major seconds status
+    for major in "${background[@]}"; do
+        say "PostgreSQL $major: system tests (ran in the background)"
+        cat "$(background_log "$major")" >&2
+        read -r seconds status <"$(background_log "$major").outcome" || { seconds=0 status=1; }
+        note_outcome "$major system (in the background)" "$seconds" "$status"
+    done
+    background=()
+    say "what ran, and how long it took (${SECONDS}s in all)"
+    printf '%s\n' "${summary[@]}" >&2
+    exit $failed
+}
+# Why a trap as well: a run that a step's `exit` ends still waits for the background and reports.
+# (An interrupted one too: the system tests in the background ignore SIGINT, as every background job
+# of a script does, and end on their own.)
+trap 'finish $?' EXIT
+START_NICENESS=$(nice)
+
+# Every supported major (PG_VERSIONS); why 18 right after 15: its system tests, the other long part,
+# start early in the background.
+versions=(15 18 16 17)
 [ -z "$PG_CHOSEN" ] || versions=("$PG_CHOSEN")
+# The majors on which something runs; system tests run in front on the last of them (nothing waits
+# for them), in the background on the others.
+planned=()
+for major in "${versions[@]}"; do
+    for p in unit regress system package; do
+        if runs $p "$major"; then
+            planned+=("$major")
+            break
+        fi
+    done
+done
+versions=("${planned[@]}")
 for major in "${versions[@]}"; do
     use_pg "$major"
     ensure_pg "$major"
@@ -115,13 +180,20 @@ for major in "${versions[@]}"; do
         timed "$major regress" tests/run_regress.sh "${filters[@]}"
     fi
 
-    if runs system "$major"; then
-        say "PostgreSQL $major: system tests"
-        timed "$major system" system_tests
-    fi
-
+    # Why before the system tests: it removes and installs the extension's files, which the system
+    # tests (in the background) load.
     if runs package "$major"; then
         say "PostgreSQL $major: Debian package"
         timed "$major package" tests/package_test.sh
+    fi
+
+    if runs system "$major"; then
+        if [ "$major" = "${versions[-1]}" ]; then
+            say "PostgreSQL $major: system tests"
+            renice -n "$START_NICENESS" -p $$ >/dev/null
+            timed "$major system" system_tests
+        else
+            system_tests_in_background "$major"
+        fi
     fi
 done

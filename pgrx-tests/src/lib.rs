@@ -1,4 +1,4 @@
-//! Throwaway PostgreSQL 15 clusters for system tests.
+//! Throwaway PostgreSQL clusters for system tests, of the major that `$PG_CONFIG` names.
 //!
 //! A cluster runs as the `postgres` user (the tests run as root, which PostgreSQL refuses), in
 //! its own directory under `$PG_IDGEN_WORK` (default `/tmp/pg_idgen`). It listens only on a Unix
@@ -16,23 +16,35 @@ use std::time::{Duration, Instant};
 
 pub use postgres::{Client, NoTls};
 
-/// The directory of the PostgreSQL binaries, from pg_config.
+/// What `$PG_CONFIG OPTION` prints.
+fn pg_config(option: &str) -> String {
+    // Why not the pg_config on the PATH: Debian's picks the newest PostgreSQL installed, which
+    // need not be the one the extension was built for.
+    let pg_config = std::env::var("PG_CONFIG")
+        .expect("PG_CONFIG names the pg_config of the PostgreSQL under test: run through ./dev test, or set it");
+    let out = Command::new(&pg_config).arg(option).output().unwrap_or_else(|e| panic!("cannot run {pg_config}: {e}"));
+    assert!(out.status.success(), "{pg_config} {option} failed");
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
+/// The directory of the PostgreSQL binaries.
 pub fn pg_bin() -> &'static str {
     static BIN: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-    BIN.get_or_init(|| {
-        // Why not the pg_config on the PATH: Debian's picks the newest PostgreSQL installed, which
-        // need not be the one the extension was built for.
-        let pg_config = std::env::var("PG_CONFIG")
-            .expect("PG_CONFIG names the pg_config of the PostgreSQL under test: run through ./dev test, or set it");
-        let out = Command::new(&pg_config).arg("--bindir").output().unwrap_or_else(|e| panic!("cannot run {pg_config}: {e}"));
-        assert!(out.status.success(), "{pg_config} --bindir failed");
-        String::from_utf8(out.stdout).unwrap().trim().to_string()
+    BIN.get_or_init(|| pg_config("--bindir"))
+}
+
+/// The major version of the PostgreSQL under test: "18" of "PostgreSQL 18.6".
+fn pg_major() -> &'static str {
+    static MAJOR: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    MAJOR.get_or_init(|| {
+        let version = pg_config("--version");
+        version.trim_start_matches("PostgreSQL ").split(|c: char| !c.is_ascii_digit()).next().unwrap().to_string()
     })
 }
 
 /// A port for a new cluster, unique within this test process. Why a plain counter is enough: each
-/// cluster's socket lives in its own directory, so two clusters never compete for a socket name,
-/// and the test files of a run start one after the other.
+/// cluster's socket lives in its own directory, so two clusters never compete for a socket name
+/// (also when the suites of two majors run at once), and no cluster listens on TCP.
 fn next_port() -> u16 {
     static NEXT: std::sync::atomic::AtomicU16 = std::sync::atomic::AtomicU16::new(54400);
     NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
@@ -84,7 +96,9 @@ impl Cluster {
         let root = work_root();
         let out = as_postgres("mkdir", &["-p", root.to_str().unwrap()]);
         assert!(out.status.success(), "cannot create {}: {}", root.display(), String::from_utf8_lossy(&out.stderr));
-        Cluster { dir: root.join(format!("system-{name}")), port: next_port(), fake_clock: None }
+        // Why the major in the name: ./dev test runs the suites of two majors at once, and the
+        // tests find a server's processes by its name (pgrep).
+        Cluster { dir: root.join(format!("system-pg{}-{name}", pg_major())), port: next_port(), fake_clock: None }
     }
 
     pub fn data(&self) -> String {
