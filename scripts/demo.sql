@@ -1,29 +1,74 @@
--- The demo that `./dev run` shows: a table keyed by snowflake ids, decoded back in SQL.
-\echo '--- CREATE EXTENSION pg_idgen; a table with id bigint PRIMARY KEY DEFAULT snowflake_next()'
-DROP TABLE IF EXISTS orders;
-CREATE EXTENSION IF NOT EXISTS pg_idgen;
--- A demo cluster kept from an earlier version gets the current SQL objects.
+-- The demo that `./dev run` shows: a table keyed by each family (snowflake ids, segment numbers,
+-- ObjectIds, UUIDv7s), its ids decoded back in SQL and written as compact text, then where the
+-- generators stand, and where to read next.
+\echo '--- CREATE EXTENSION pg_idgen'
 SET client_min_messages = warning;
+CREATE EXTENSION IF NOT EXISTS pg_idgen;
+-- A demo cluster kept from an earlier version gets the current SQL objects, and the tables of an
+-- earlier run go.
 ALTER EXTENSION pg_idgen UPDATE;
+DROP TABLE IF EXISTS orders, invoices, docs, items;
+-- segment_drop() and segment_create() return nothing: \g /dev/null leaves out their empty rows.
+SELECT segment_drop(tag) FROM segment_tag WHERE tag = 'invoice' \g /dev/null
 RESET client_min_messages;
+
+\echo '--- snowflake ids: orders (id bigint PRIMARY KEY DEFAULT snowflake_next()), decoded with id_decode'
 CREATE TABLE orders (
     id       bigint PRIMARY KEY DEFAULT snowflake_next(),
     customer text NOT NULL
 );
 INSERT INTO orders (customer) VALUES ('ada'), ('grace'), ('edsger');
 INSERT INTO orders (customer) SELECT 'bulk ' || g FROM generate_series(1, 1000) AS g;
-
-\echo '--- the first rows, decoded with id_decode'
-SELECT o.id, o.customer, d.ts, d.node_id, d.sequence
+SELECT o.id, id_to_base32(o.id) AS base32, o.customer, d.ts, d.node_id, d.sequence
   FROM orders AS o, id_decode(o.id) AS d
  ORDER BY o.id
- LIMIT 5;
+ LIMIT 3;
 
 \echo '--- rows of the last hour, found by an index range scan on the id'
 SELECT count(*) AS rows_last_hour
   FROM orders
- WHERE id >= snowflake_min_id(now() - interval '1 hour');
+ WHERE id >= snowflake_min(now() - interval '1 hour');
+
+\echo '--- segment numbers: invoices (no bigint PRIMARY KEY DEFAULT segment_next(''invoice'')), dense per tag'
+SELECT segment_create('invoice', start => 1, step => 1000, description => 'the demo''s invoices') \g /dev/null
+CREATE TABLE invoices (
+    no       bigint PRIMARY KEY DEFAULT segment_next('invoice'),
+    customer text NOT NULL
+);
+INSERT INTO invoices (customer) VALUES ('ada'), ('grace'), ('edsger');
+SELECT no, customer FROM invoices ORDER BY no;
+\echo '--- segment_status(): the ranges cached in shared memory (segment numbers carry no time to decode)'
+SELECT tag, current_start, current_end, next_value, step FROM segment_status() WHERE tag = 'invoice';
+
+\echo '--- ObjectIds: docs (id objectid PRIMARY KEY DEFAULT objectid_next())'
+CREATE TABLE docs (id objectid PRIMARY KEY DEFAULT objectid_next(), body jsonb NOT NULL);
+INSERT INTO docs (body) VALUES ('{"title": "a"}'), ('{"title": "b"}'), ('{"title": "c"}');
+\echo '--- UUIDv7s: items (id uuid PRIMARY KEY DEFAULT uuid_v7_next())'
+CREATE TABLE items (id uuid PRIMARY KEY DEFAULT uuid_v7_next(), name text NOT NULL);
+INSERT INTO items (name) VALUES ('bolt'), ('nut'), ('washer');
+
+\echo '--- their ids, taken apart by id_decode (as jsonb: the parts differ by family), and as compact text'
+SELECT 'docs' AS "table", x.id::text AS id, id_to_base32(x.id) AS base32, to_jsonb(id_decode(x.id)) AS id_decode
+  FROM docs AS x
+UNION ALL
+SELECT 'items', i.id::text, id_to_base32(i.id), to_jsonb(id_decode(i.id)) FROM items AS i
+ ORDER BY 1, 2;
+
+\echo '--- pg_idgen_generators(): each time-based family'
+SELECT family, time_unit, time_end, ids_per_second_cap, last_made FROM pg_idgen_generators() ORDER BY family;
 
 \echo '--- pg_idgen_status()'
 \x on
 SELECT * FROM pg_idgen_status();
+\x off
+
+\echo 'Where to read next (in this repository):'
+\echo '  README.md                  the front page: families, which to use, the manual''s pages'
+\echo '  docs/snowflake.md          snowflake layouts, functions, pg_idgen_status()'
+\echo '  docs/segments.md           segment tags and ranges'
+\echo '  docs/objectid.md           the objectid type'
+\echo '  docs/uuidv7.md             UUIDv7, also on a hot standby'
+\echo '  docs/compact-text.md       the base32 forms above'
+\echo '  docs/migration.md          a serial column to snowflake ids or a segment tag, in one call'
+\echo '  docs/many-servers.md       node ids from a registry, one segment number space, Citus'
+\echo '  docs/functions.md          every function; docs/settings.md: every setting'

@@ -22,7 +22,7 @@ fn conninfo_as(cluster: &Cluster, user: &str) -> String {
 }
 
 /// The registry: a server with the extension, which holds the leases. The servers lease as a role
-/// that may only call the two functions, as the README says.
+/// that may only call the two functions, as docs/many-servers.md says.
 fn registry(name: &str) -> Cluster {
     let registry = started_cluster(name, &[]);
     registry
@@ -466,7 +466,7 @@ fn segment_writer(cluster: &Cluster, stop: std::sync::Arc<std::sync::atomic::Ato
 fn servers_share_one_segment_number_space_and_outlast_an_authority_outage() {
     let authority = started_cluster("authority", &[]);
     // A step that lasts the outage, as Leaf sizes segments for minutes of peak use; and one that
-    // does not. The servers connect as a role that may only call the allocation, as the README says.
+    // does not. The servers connect as a role that may only call the allocation, as docs/many-servers.md says.
     authority
         .connect()
         .batch_execute(
