@@ -17,6 +17,8 @@ pub mod families;
 pub mod layout;
 mod mark;
 mod migrate;
+#[cfg(test)]
+mod module_graph;
 mod node;
 pub mod objectid;
 mod random;
