@@ -5,8 +5,8 @@
 use uuid::timestamp::UUID_TICKS_BETWEEN_EPOCHS;
 use uuid::{Builder, Uuid, Variant, Version};
 
-/// The bytes of a v7 UUID with the given ms, the counter in rand_a (its low 12 bits), and
-/// `rand_b` (its top two bits give way to the variant).
+/// The bytes of a v7 UUID with the given ms (its low 48 bits), the counter in rand_a (its low
+/// 12 bits), and `rand_b` (its top two bits give way to the variant).
 ///
 /// ```
 /// let bytes = pg_idgen::uuid7::from_parts(0x017F_22E2_79B0, 0xCC3, [0; 8]);
@@ -15,9 +15,14 @@ use uuid::{Builder, Uuid, Variant, Version};
 /// ```
 #[inline]
 pub fn from_parts(ms: u64, counter: u16, rand_b: [u8; 8]) -> [u8; 16] {
-    let [a0, a1] = counter.to_be_bytes();
-    let [b0, b1, b2, b3, b4, b5, b6, b7] = rand_b;
-    Builder::from_unix_timestamp_millis(ms, &[a0, a1, b0, b1, b2, b3, b4, b5, b6, b7]).into_uuid().into_bytes()
+    // Why the fields in place and the crate's version and variant over them, not the crate's
+    // `Builder::from_unix_timestamp_millis`: that one assembles the bytes one by one and cost
+    // uuid_v7_next() 18 instructions more per call under callgrind (653 against 635).
+    let mut bytes = [0u8; 16];
+    bytes[0..6].copy_from_slice(&ms.to_be_bytes()[2..8]);
+    bytes[6..8].copy_from_slice(&counter.to_be_bytes());
+    bytes[8..16].copy_from_slice(&rand_b);
+    Builder::from_bytes(bytes).with_version(Version::SortRand).with_variant(Variant::RFC4122).into_uuid().into_bytes()
 }
 
 /// The ms and the counter (rand_a) of a version 7 UUID of RFC 9562's variant; None for any other.
