@@ -35,11 +35,11 @@ fn snowflake_from_parts(ts: TimestampWithTimeZone, node_id: i32, sequence: defau
 /// A version 7 UUID of the millisecond of `ts`, its counter and the rest random.
 fn uuid_v7_at(ts: TimestampWithTimeZone) -> pgrx::Uuid {
     let ms = tick_of(&UUID_V7_SHAPE.clock, "UUIDv7s", ts);
-    let mut rest = [0u8; 10];
-    random::fill(&mut rest);
-    let counter = u16::from_be_bytes([rest[0], rest[1]]);
-    let rand_b = u64::from_be_bytes(rest[2..10].try_into().unwrap());
-    pgrx::Uuid::from_bytes(uuid7::from_parts(ms, counter, rand_b))
+    let mut counter = [0u8; 2];
+    let mut rand_b = [0u8; 8];
+    random::fill(&mut counter);
+    random::fill(&mut rand_b);
+    pgrx::Uuid::from_bytes(uuid7::from_parts(ms, u16::from_ne_bytes(counter), rand_b))
 }
 
 c_functions! {

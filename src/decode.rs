@@ -202,7 +202,7 @@ fn uuid_v7_timestamp(id: pgrx::Uuid) -> TimestampWithTimeZone {
 #[pg_extern(immutable, parallel_safe)]
 /// The smallest UUIDv7 of the millisecond of `ts`, for `WHERE id >= uuid_v7_min(…)` range scans.
 fn uuid_v7_min(ts: TimestampWithTimeZone) -> pgrx::Uuid {
-    pgrx::Uuid::from_bytes(uuid7::from_parts(tick_of(&UUID_V7_SHAPE.clock, "UUIDv7s", ts), 0, 0))
+    pgrx::Uuid::from_bytes(uuid7::from_parts(tick_of(&UUID_V7_SHAPE.clock, "UUIDv7s", ts), 0, [0; 8]))
 }
 
 c_functions! {

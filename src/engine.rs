@@ -44,16 +44,31 @@ enum Bound {
     MarkUnlessStandby,
 }
 
-/// One family's generator: its shape under the configured layout, and its cell in shared memory.
+/// What a call does when its value would pass its generator's cap (`GeneratorCell::cap`): waits
+/// a moment for the cap to move and returns the µs waited, or raises. Why a function handed in
+/// (`Generator::capped_by`): the cap belongs to the module that moves it (the node id lease,
+/// `node`), which sits above the engine and uses it; the engine names nothing above itself.
+pub type AtCap = fn(&SharedState, waited_us: i64) -> i64;
+
+/// One family's generator: its shape under the configured layout, its cell in shared memory, and
+/// what its calls do at its cap.
 pub struct Generator {
     pub family: &'static Family,
     pub shape: Shape,
+    at_cap: AtCap,
 }
 
 impl Generator {
     #[inline]
     pub fn of(family: &'static Family, config: &Config) -> Generator {
-        Generator { family, shape: (family.shape)(&config.layout) }
+        Generator { family, shape: (family.shape)(&config.layout), at_cap: cap_never_set }
+    }
+
+    /// This generator, with `at_cap` for the calls that reach its cap. Its values never pass the
+    /// cap either way; `at_cap` decides whether a call waits for the cap to move or fails.
+    #[inline]
+    pub fn capped_by(self, at_cap: AtCap) -> Generator {
+        Generator { at_cap, ..self }
     }
 
     /// The generator of a family whose shape its format fixes, as a constant. Why a constant for
@@ -61,7 +76,7 @@ impl Generator {
     /// into the hot path, which a shape returned through the registry's function pointer hides
     /// (uuid_v7_next(): 697 instead of 681 instructions per call under callgrind).
     pub const fn fixed(family: &'static Family, shape: Shape) -> Generator {
-        Generator { family, shape }
+        Generator { family, shape, at_cap: cap_never_set }
     }
 
     /// Every family's generator, in registry order.
@@ -235,7 +250,7 @@ impl Generator {
                     continue;
                 }
                 if block_end >= cell.cap.load(Ordering::Acquire) {
-                    waited_us += crate::node::wait_for_renewal(state, waited_us);
+                    waited_us += (self.at_cap)(state, waited_us);
                     last = cell.last.load(Ordering::Relaxed);
                     limit = cell.limit.load(Ordering::Acquire);
                     now_us = Self::now_us(state, config);
@@ -340,4 +355,11 @@ impl Generator {
             Some("Check the server's clock."),
         )
     }
+}
+
+/// The `AtCap` of a generator that nothing caps: its cap stays at `Stamp::MAX`, which no value
+/// reaches (see `node::init`).
+#[cold]
+fn cap_never_set(_: &SharedState, _: i64) -> i64 {
+    unreachable!("a value reached the cap of a generator that has none")
 }

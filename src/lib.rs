@@ -1,7 +1,7 @@
 //! pg_idgen: unique ids made inside PostgreSQL. This file only wires the modules together.
 //!
 //! The modules of the pure layer are public for their doc examples: `families`, `layout`,
-//! `clock::tick`, `objectid::ObjectId`, `uuid7::from_parts`, `base32`. Nothing else is an API.
+//! `clock::tick`, `objectid::ObjectId`, `uuid7::{from_parts, v7_parts}`, `base32`. Nothing else is an API.
 
 use pgrx::prelude::*;
 
@@ -17,6 +17,8 @@ pub mod families;
 pub mod layout;
 mod mark;
 mod migrate;
+#[cfg(test)]
+mod module_graph;
 mod node;
 pub mod objectid;
 mod random;

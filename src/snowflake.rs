@@ -6,9 +6,8 @@
 
 use pgrx::prelude::*;
 
-use crate::engine::Generator;
 use crate::errors;
-use crate::families::{Stamp, SNOWFLAKE};
+use crate::families::Stamp;
 use crate::layout::{Layout, Parts};
 use crate::{node, settings, shmem};
 
@@ -18,7 +17,7 @@ fn snowflake_next() -> i64 {
     // Why first: without shared_preload_libraries, that is the error to fix, not the node id.
     shmem::shared();
     let config = settings::config();
-    let generator = Generator::of(&SNOWFLAKE, config);
+    let generator = node::snowflake_generator(config);
     let (stamp, node_id) = match node::fixed_node_id(config) {
         Some(node_id) => (generator.take("snowflake_next()").0, node_id),
         None => node::with_leased_node_id(config, "snowflake_next()", || generator.take("snowflake_next()").0),
@@ -32,7 +31,7 @@ fn snowflake_next() -> i64 {
 fn snowflake_next_range(n: i64) -> SetOfIterator<'static, i64> {
     shmem::shared();
     let config = settings::config();
-    let generator = Generator::of(&SNOWFLAKE, config);
+    let generator = node::snowflake_generator(config);
     let max_block = generator.max_block(config);
     if !(1..=max_block as i64).contains(&n) {
         errors::raise(
@@ -61,7 +60,7 @@ fn snowflake_next_range(n: i64) -> SetOfIterator<'static, i64> {
 fn snowflake_advance_past(id: i64) {
     shmem::shared();
     let config = settings::config();
-    let generator = Generator::of(&SNOWFLAKE, config);
+    let generator = node::snowflake_generator(config);
     let tick = crate::decode::snowflake_parts(&config.layout, id).tick;
     // The next tick: ids of `id`'s own tick from another node id may sort either side of it.
     let last_of_tick = generator.shape.stamp(tick, config.layout.max_sequence());

@@ -96,6 +96,13 @@ pub fn init(state: &SharedState, config: &Config) {
     }
 }
 
+/// The snowflake generator, capped by the node id lease: a call whose id would pass the lease's
+/// end waits for a renewal (`wait_for_renewal`). Without a registry its cap is never set.
+#[inline]
+pub fn snowflake_generator(config: &Config) -> Generator {
+    Generator::of(&SNOWFLAKE, config).capped_by(wait_for_renewal)
+}
+
 /// The node id of a server without a registry (an error when it is unset), or None: then the
 /// node id is leased, and stamps are taken through `with_leased_node_id`. Why two functions and
 /// not one that takes a closure: the fixed node id's path must stay as short as before leases

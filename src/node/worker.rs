@@ -14,9 +14,8 @@ use pgrx::bgworkers::{BackgroundWorker, BackgroundWorkerBuilder, BgWorkerStartTi
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 
-use super::{boot_micros, node_of, Phase};
+use super::{boot_micros, node_of, snowflake_generator, Phase};
 use crate::engine::Generator;
-use crate::families::SNOWFLAKE;
 use crate::remote::{self, Connection, RemoteError};
 use crate::settings::{self, Config, LeaseConfig};
 use crate::shmem::{self, SharedState};
@@ -101,7 +100,7 @@ impl LeaseWorker {
             config,
             lease,
             registry: remote::describe_conninfo(&lease.registry),
-            generator: Generator::of(&SNOWFLAKE, config),
+            generator: snowflake_generator(config),
             connection: None,
             holder,
             holder_name: holder_name(),

@@ -10,7 +10,7 @@
 
 mod bytes;
 
-pub use self::bytes::{from_parts, parts_of_any};
+pub use self::bytes::{from_parts, parts_of_any, v7_parts};
 
 use pgrx::prelude::*;
 
@@ -27,7 +27,7 @@ fn uuid_v7_next() -> pgrx::Uuid {
     let mut rand_b = [0u8; 8];
     random::fill(&mut rand_b);
     let (ms, counter) = (UUID_V7_SHAPE.tick_of(stamp), UUID_V7_SHAPE.counter_of(stamp));
-    pgrx::Uuid::from_bytes(from_parts(ms, counter as u16, u64::from_ne_bytes(rand_b)))
+    pgrx::Uuid::from_bytes(from_parts(ms, counter as u16, rand_b))
 }
 
 #[pg_extern(volatile)]
@@ -35,18 +35,15 @@ fn uuid_v7_next() -> pgrx::Uuid {
 /// restore from another server). Superusers only, unless granted.
 fn uuid_v7_advance_past(id: pgrx::Uuid) {
     crate::shmem::shared();
-    let bytes = id.as_bytes();
-    if bytes[6] >> 4 != 7 || bytes[8] >> 6 != 0b10 {
+    let Some((ms, counter)) = v7_parts(id.as_bytes()) else {
         crate::errors::raise(
             PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
             format!("{id} is not a version 7 UUID"),
             Some("Only UUIDv7s carry the time and counter that uuid_v7_next() continues from.".into()),
             None,
         );
-    }
-    let ms = bytes[0..6].iter().fold(0u64, |acc, &b| acc << 8 | b as u64);
-    let counter = u16::from_be_bytes([bytes[6], bytes[7]]) as u64 & 0x0FFF;
-    crate::mark::advance_past(&GENERATOR, UUID_V7_SHAPE.stamp(ms, counter), "uuid_v7_advance_past()");
+    };
+    crate::mark::advance_past(&GENERATOR, UUID_V7_SHAPE.stamp(ms, counter as u64), "uuid_v7_advance_past()");
 }
 
 pgrx::extension_sql!(
