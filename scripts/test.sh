@@ -109,6 +109,8 @@ system_tests_in_background() {
     local major=$1 log
     log=$(background_log "$major")
     say "PostgreSQL $major: system tests, in the background (output at the end; $log)"
+    # Why: an outcome left by an earlier run must not stand for this one's if this one ends early.
+    rm -f "$log.outcome"
     (
         renice -n "$START_NICENESS" -p "$BASHPID" >/dev/null
         use_pg "$major"
