@@ -533,7 +533,14 @@ fn servers_share_one_segment_number_space_and_outlast_an_authority_outage() {
     assert!(!format!("{error:?}").contains(&authority.socket_dir()), "the error shows the authority's address: {error:?}");
     let row = db.query_one("SELECT reachable, last_error FROM segment_authority_status()", &[]).unwrap();
     assert!(!row.get::<_, bool>(0), "the status says the authority is unreachable");
-    assert!(row.get::<_, String>(1).contains("connection to server"), "{:?}", row.get::<_, String>(1));
+    // Why two texts: the last error is libpq's, of a connection refused ("connection to server …
+    // failed") or of one the stopping authority ended ("server closed the connection"), whichever
+    // the worker met last (seen on 16).
+    let last_error: String = row.get(1);
+    assert!(
+        last_error.contains("connection to server") || last_error.contains("server closed the connection"),
+        "{last_error:?}"
+    );
 
     authority.start();
     let back = Instant::now();
