@@ -24,6 +24,7 @@ pub mod objectid;
 mod random;
 mod remote;
 mod segment;
+mod seq;
 mod settings;
 mod shmem;
 mod snowflake;
@@ -45,12 +46,14 @@ pub extern "C-unwind" fn _PG_init() {
     segment::table::install_analysis_guard();
     if preloading {
         shmem::install_hooks(shmem::Hooks {
-            area_size: segment::slots_size,
+            area_size: shared_area_size,
             on_create: on_shared_memory_created,
             on_clean_exit: mark::save_exact_marks,
         });
         mark::register_wal_resource_manager();
         segment::table::install_drop_hook();
+        segment::table::also_retire(seq::retire_database);
+        segment::worker::also_serve(seq::serve_round);
         // Why no workers under pg_upgrade: no ids are made then, and a worker connected to a
         // database would keep pg_upgrade from creating it anew.
         if !unsafe { pgrx::pg_sys::IsBinaryUpgrade } {
@@ -59,6 +62,11 @@ pub extern "C-unwind" fn _PG_init() {
             node::worker::register();
         }
     }
+}
+
+/// The area after the shared state: the segment slots, then the sections of per-key sequences.
+fn shared_area_size() -> usize {
+    segment::slots_size().next_multiple_of(64) + seq::cache_size()
 }
 
 /// What a new shared memory gets before any process can use it: empty segment slots, and every

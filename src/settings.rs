@@ -42,6 +42,7 @@ static MAX_CLOCK_WAIT: GucSetting<i32> = GucSetting::<i32>::new(1000);
 static CLOCK_RESERVE: GucSetting<i32> = GucSetting::<i32>::new(5000);
 static CLOCK_FORWARD_DELAY: GucSetting<i32> = GucSetting::<i32>::new(60_000);
 static MAX_TAGS: GucSetting<i32> = GucSetting::<i32>::new(1024);
+static SEQ_CACHE_SECTIONS: GucSetting<i32> = GucSetting::<i32>::new(1024);
 static SEGMENT_WAIT_TIMEOUT: GucSetting<i32> = GucSetting::<i32>::new(5000);
 static SEGMENT_PREFETCH_PERCENT: GucSetting<i32> = GucSetting::<i32>::new(10);
 static SEGMENT_MAX_STEP: GucSetting<i32> = GucSetting::<i32>::new(1_000_000);
@@ -65,7 +66,7 @@ struct IntSetting {
 
 const MAX_UNIT_MS: i32 = 86_400_000;
 
-const INT_SETTINGS: [IntSetting; 17] = [
+const INT_SETTINGS: [IntSetting; 18] = [
     IntSetting {
         name: c"pg_idgen.time_bits",
         setting: &TIME_BITS,
@@ -144,6 +145,15 @@ const INT_SETTINGS: [IntSetting; 17] = [
         name: c"pg_idgen.max_tags",
         setting: &MAX_TAGS,
         short: c"Segment tags that can be cached in shared memory at once.",
+        flags: GucFlags::empty(),
+        min: 1,
+        max: 1_000_000,
+        gap: None,
+    },
+    IntSetting {
+        name: c"pg_idgen.seq_cache_sections",
+        setting: &SEQ_CACHE_SECTIONS,
+        short: c"Sections of per-key sequences that can be cached in shared memory at once (2 KiB each).",
         flags: GucFlags::empty(),
         min: 1,
         max: 1_000_000,
@@ -342,6 +352,8 @@ impl StepPolicy {
 #[derive(Clone, Debug)]
 pub struct SegmentConfig {
     pub max_tags: usize,
+    /// Sections of per-key sequences cached in shared memory (they share the segment worker).
+    pub seq_cache_sections: usize,
     pub database: String,
     pub wait_timeout_ms: u64,
     pub prefetch_percent: u64,
@@ -413,7 +425,7 @@ fn define_int_settings(context: impl Fn() -> GucContext) {
     macro_rules! hooks {
         ($($i:literal)*) => { [$(Some(check_int::<$i> as unsafe extern "C-unwind" fn(*mut i32, *mut *mut c_void, pg_sys::GucSource::Type) -> bool)),*] };
     }
-    let hooks = hooks!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16);
+    let hooks = hooks!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17);
     for (s, hook) in INT_SETTINGS.iter().zip(hooks) {
         // SAFETY: the settings are statics, and the hooks never unwind into PostgreSQL.
         unsafe {
@@ -703,6 +715,7 @@ fn load(level: PgLogLevel) -> Config {
     let int = |setting: &GucSetting<i32>| setting.get().max(0) as u64;
     let segments = SegmentConfig {
         max_tags: int(&MAX_TAGS) as usize,
+        seq_cache_sections: int(&SEQ_CACHE_SECTIONS) as usize,
         database,
         wait_timeout_ms: int(&SEGMENT_WAIT_TIMEOUT),
         prefetch_percent: int(&SEGMENT_PREFETCH_PERCENT),

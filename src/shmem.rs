@@ -275,6 +275,7 @@ static mut CLOCK_OFFSET_AT_RESET: Option<i64> = None;
 static mut SHARED: *const SharedState = std::ptr::null();
 static mut AREA: *mut u8 = std::ptr::null_mut();
 static mut SEGMENT_LOCK: *mut pg_sys::LWLock = std::ptr::null_mut();
+static mut SEQ_LOCK: *mut pg_sys::LWLock = std::ptr::null_mut();
 static mut HOOKS: Option<Hooks> = None;
 
 /// The hooks `install_hooks` was given.
@@ -307,7 +308,7 @@ unsafe extern "C-unwind" fn request_shared_memory() {
             pg_sys::ffi::pg_guard_ffi_boundary(|| prev());
         }
         pg_sys::RequestAddinShmemSpace(shared_size());
-        pg_sys::RequestNamedLWLockTranche(LOCK_TRANCHE.as_ptr(), 1);
+        pg_sys::RequestNamedLWLockTranche(LOCK_TRANCHE.as_ptr(), 2);
     }
 }
 
@@ -331,7 +332,9 @@ unsafe extern "C-unwind" fn attach_shared_memory() {
         }
         SHARED = state;
         AREA = area;
-        SEGMENT_LOCK = &raw mut (*pg_sys::GetNamedLWLockTranche(LOCK_TRANCHE.as_ptr())).lock;
+        let locks = pg_sys::GetNamedLWLockTranche(LOCK_TRANCHE.as_ptr());
+        SEGMENT_LOCK = &raw mut (*locks).lock;
+        SEQ_LOCK = &raw mut (*locks.add(1)).lock;
         pg_sys::LWLockRelease(lock);
         if !pg_sys::IsUnderPostmaster {
             pg_sys::on_shmem_exit(Some(at_postmaster_shmem_exit), pg_sys::Datum::from(0));
@@ -383,6 +386,12 @@ pub fn area() -> *mut u8 {
 pub fn segment_lock() -> *mut pg_sys::LWLock {
     shared();
     unsafe { SEGMENT_LOCK }
+}
+
+/// The LWLock that guards taking, evicting and raising the sections of per-key sequences.
+pub fn seq_lock() -> *mut pg_sys::LWLock {
+    shared();
+    unsafe { SEQ_LOCK }
 }
 
 #[cold]

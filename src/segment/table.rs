@@ -124,6 +124,12 @@ const TAG_TABLE: &CStr = c"segment_tag";
 /// The OID of this database's tag table: the relation named `segment_tag` that is a member of
 /// extension pg_idgen, wherever its schema is. None when the extension is not installed.
 pub fn tag_table_oid() -> Option<pg_sys::Oid> {
+    extension_table_oid(TAG_TABLE)
+}
+
+/// The OID of the relation named `name` that is a member of extension pg_idgen (its tables are
+/// found this way, never through the search path). None when the extension is not installed.
+pub fn extension_table_oid(name: &CStr) -> Option<pg_sys::Oid> {
     // SAFETY: catalog scans in a transaction, with the catalog snapshot; the scan and the
     // relation are closed before returning.
     unsafe {
@@ -156,8 +162,8 @@ pub fn tag_table_oid() -> Option<pg_sys::Oid> {
             let objid = pg_sys::Oid::from_datum(pg_sys::heap_getattr(tuple, 2, desc, &mut null), false).unwrap_or_default();
             let deptype = pg_sys::heap_getattr(tuple, 7, desc, &mut null).value() as u8;
             if classid == pg_sys::RelationRelationId && deptype == b'e' {
-                let name = pg_sys::get_rel_name(objid);
-                if !name.is_null() && CStr::from_ptr(name) == TAG_TABLE {
+                let relation_name = pg_sys::get_rel_name(objid);
+                if !relation_name.is_null() && CStr::from_ptr(relation_name) == name {
                     found = Some(objid);
                     break;
                 }
@@ -207,12 +213,29 @@ pub fn require_tag_table() -> pg_sys::Oid {
 /// Whether `tag` has a row that this transaction sees. Waits for a lock on the table until
 /// `deadline_ms` (monotonic), then raises 55P03.
 pub fn tag_exists(tag: &[u8], deadline_ms: i64) -> bool {
+    let what = || format!("segment tag \"{}\": the tag table is locked", display(tag));
+    with_row(TAG_TABLE, c"tag", tag, deadline_ms, &what, |_, _| ()).is_some()
+}
+
+/// Reads the row of table `table_name` (of extension pg_idgen) whose text column `key_column`,
+/// its primary key, is `key`, as this transaction sees it: `read` gets the open relation and
+/// the tuple. None when there is no such row or table. No SQL, no search path, no transaction id.
+/// Waits for a lock on the table until `deadline_ms` (monotonic), then raises 55P03 with
+/// "could not look up {what()}".
+pub fn with_row<T>(
+    table_name: &CStr,
+    key_column: &CStr,
+    key: &[u8],
+    deadline_ms: i64,
+    what: &dyn Fn() -> String,
+    read: impl FnOnce(pg_sys::Relation, pg_sys::HeapTuple) -> T,
+) -> Option<T> {
     // Why look again once locked: the table may have been dropped (and the extension created
     // anew) while the lock was awaited.
     let table = loop {
-        let Some(table) = tag_table_oid() else { return false };
-        lock_until(table, deadline_ms, tag);
-        if tag_table_oid() == Some(table) {
+        let table = extension_table_oid(table_name)?;
+        lock_until(table, deadline_ms, what);
+        if extension_table_oid(table_name) == Some(table) {
             break table;
         }
     };
@@ -220,19 +243,19 @@ pub fn tag_exists(tag: &[u8], deadline_ms: i64) -> bool {
     // relation is closed (the lock is kept to the end of the transaction, as PostgreSQL does).
     unsafe {
         let relation = pg_sys::table_open(table, pg_sys::NoLock as i32);
-        let column = pg_sys::get_attnum(table, c"tag".as_ptr());
+        let column = pg_sys::get_attnum(table, key_column.as_ptr());
         let index = primary_key_index(relation);
         if index != pg_sys::InvalidOid {
-            lock_until(index, deadline_ms, tag); // a REINDEX must not hold the call either
+            lock_until(index, deadline_ms, what); // a REINDEX must not hold the call either
         }
-        let value = pg_sys::cstring_to_text_with_len(tag.as_ptr().cast(), tag.len() as i32);
+        let value = pg_sys::cstring_to_text_with_len(key.as_ptr().cast(), key.len() as i32);
         let (mut type_oid, mut typmod, mut collation) = (pg_sys::InvalidOid, 0, pg_sys::InvalidOid);
         pg_sys::get_atttypetypmodcoll(table, column, &mut type_oid, &mut typmod, &mut collation);
-        let mut key = pg_sys::ScanKeyData::default();
+        let mut scan_key = pg_sys::ScanKeyData::default();
         // Why the column's collation: the primary key index orders by it, and the scan must
         // descend the index in the same order.
         pg_sys::ScanKeyEntryInitialize(
-            &mut key,
+            &mut scan_key,
             0,
             column,
             pg_sys::BTEqualStrategyNumber as u16,
@@ -242,8 +265,9 @@ pub fn tag_exists(tag: &[u8], deadline_ms: i64) -> bool {
             pg_sys::Datum::from(value),
         );
         let snapshot = if pg_sys::ActiveSnapshotSet() { pg_sys::GetActiveSnapshot() } else { pg_sys::GetTransactionSnapshot() };
-        let scan = pg_sys::systable_beginscan(relation, index, index != pg_sys::InvalidOid, snapshot, 1, &mut key);
-        let found = !pg_sys::systable_getnext(scan).is_null();
+        let scan = pg_sys::systable_beginscan(relation, index, index != pg_sys::InvalidOid, snapshot, 1, &mut scan_key);
+        let tuple = pg_sys::systable_getnext(scan);
+        let found = (!tuple.is_null()).then(|| read(relation, tuple));
         pg_sys::systable_endscan(scan);
         pg_sys::table_close(relation, pg_sys::NoLock as i32);
         found
@@ -252,18 +276,18 @@ pub fn tag_exists(tag: &[u8], deadline_ms: i64) -> bool {
 
 /// Takes ACCESS SHARE on a relation (the table, its index), waiting at most until the deadline (a
 /// session holding ACCESS EXCLUSIVE would otherwise hold the call for as long as it likes).
-fn lock_until(relation: pg_sys::Oid, deadline_ms: i64, tag: &[u8]) {
+fn lock_until(relation: pg_sys::Oid, deadline_ms: i64, what: &dyn Fn() -> String) {
     // SAFETY: a lock request on an existing relation; released at the end of the transaction.
     while !unsafe { pg_sys::ConditionalLockRelationOid(relation, pg_sys::AccessShareLock as i32) } {
         if clock::monotonic_millis() >= deadline_ms {
             errors::raise(
                 PgSqlErrorCode::ERRCODE_LOCK_NOT_AVAILABLE,
-                format!("could not look up segment tag \"{}\": the tag table is locked", display(tag)),
+                format!("could not look up {}", what()),
                 Some(format!(
-                    "The call waited pg_idgen.segment_wait_timeout ({} ms) for a lock on the tag table.",
+                    "The call waited pg_idgen.segment_wait_timeout ({} ms) for a lock on the table.",
                     crate::settings::config().segments.wait_timeout_ms
                 )),
-                Some("Look for sessions holding locks on the tag table (pg_locks)."),
+                Some("Look for sessions holding locks on pg_idgen's tables (pg_locks)."),
             );
         }
         // SAFETY: a plain sleep; interrupts are checked right after.
@@ -277,25 +301,36 @@ fn lock_until(relation: pg_sys::Oid, deadline_ms: i64, tag: &[u8]) {
 // ---------------------------------------------------------------------------------------------
 
 std::thread_local! {
-    /// While pg_idgen runs a statement on the tag table: the table's OID and the statement's text.
-    static GUARDED: std::cell::RefCell<Option<(pg_sys::Oid, std::ffi::CString)>> = const { std::cell::RefCell::new(None) };
+    /// While pg_idgen runs a statement on its tables: their OIDs and the statement's text.
+    static GUARDED: std::cell::RefCell<Option<(Vec<pg_sys::Oid>, std::ffi::CString)>> = const { std::cell::RefCell::new(None) };
 }
 
 /// Runs `statement` (SQL text naming the tag table as `{table}`) through `run`, with the search
 /// path pinned and the analysis guard on: the statement runs only if every relation it names is
 /// the tag table `table`.
 pub fn run_on_tag_table<T>(table: pg_sys::Oid, statement: &str, run: impl FnOnce(&str) -> T) -> Result<T, String> {
+    run_on_tables(&[("{table}", table)], statement, run)
+}
+
+/// Runs `statement`, SQL text naming each of pg_idgen's `tables` by its placeholder, through
+/// `run`, with the search path pinned and the analysis guard on: the statement runs only if every
+/// relation it names is one of `tables`.
+pub fn run_on_tables<T>(tables: &[(&str, pg_sys::Oid)], statement: &str, run: impl FnOnce(&str) -> T) -> Result<T, String> {
     /// Puts back what was guarded before, also when `run` raises an error (a PostgreSQL ERROR
     /// reaches Rust as a panic, which unwinds through this).
-    struct Restore(Option<(pg_sys::Oid, std::ffi::CString)>);
+    struct Restore(Option<(Vec<pg_sys::Oid>, std::ffi::CString)>);
     impl Drop for Restore {
         fn drop(&mut self) {
             GUARDED.with(|g| *g.borrow_mut() = self.0.take());
         }
     }
-    let sql = statement.replace("{table}", &qualified_name(table)?);
+    let mut sql = statement.to_string();
+    for (placeholder, table) in tables {
+        sql = sql.replace(placeholder, &qualified_name(*table)?);
+    }
     let text = std::ffi::CString::new(sql.clone()).map_err(|_| "the statement holds a NUL byte".to_string())?;
-    let _restore = Restore(GUARDED.with(|g| g.borrow_mut().replace((table, text))));
+    let oids = tables.iter().map(|(_, table)| *table).collect();
+    let _restore = Restore(GUARDED.with(|g| g.borrow_mut().replace((oids, text))));
     Ok(with_catalog_search_path(|| run(&sql)))
 }
 
@@ -319,12 +354,12 @@ unsafe extern "C-unwind" fn check_analyzed_statement(
         if source.is_null() {
             return;
         }
-        let expected = GUARDED.with(|g| g.borrow().as_ref().filter(|(_, text)| text.as_c_str() == CStr::from_ptr(source)).map(|(oid, _)| *oid));
-        if let Some(table) = expected {
-            if let Some(other) = relation_other_than(query, table) {
+        let expected = GUARDED.with(|g| g.borrow().as_ref().filter(|(_, text)| text.as_c_str() == CStr::from_ptr(source)).map(|(oids, _)| oids.clone()));
+        if let Some(tables) = expected {
+            if let Some(other) = relation_other_than(query, &tables) {
                 errors::raise(
                     PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
-                    format!("pg_idgen's statement on its tag table names another relation (OID {})", other.to_u32()),
+                    format!("pg_idgen's statement on its own tables names another relation (OID {})", other.to_u32()),
                     Some("A schema was renamed or created meanwhile, so the table's name now means another relation; the statement did not run.".into()),
                     Some("Look for schemas that are being renamed in this database."),
                 );
@@ -333,11 +368,11 @@ unsafe extern "C-unwind" fn check_analyzed_statement(
     }
 }
 
-/// The first relation a query (and its subqueries and CTEs) names other than `table`.
+/// The first relation a query (and its subqueries and CTEs) names other than `tables`.
 ///
 /// # Safety
 /// `query` is an analysed query.
-unsafe fn relation_other_than(query: *mut pg_sys::Query, table: pg_sys::Oid) -> Option<pg_sys::Oid> {
+unsafe fn relation_other_than(query: *mut pg_sys::Query, tables: &[pg_sys::Oid]) -> Option<pg_sys::Oid> {
     // SAFETY: lists of an analysed query hold the node types read here.
     unsafe {
         let list_pointers = |list: *mut pg_sys::List| -> Vec<*mut std::ffi::c_void> {
@@ -348,9 +383,9 @@ unsafe fn relation_other_than(query: *mut pg_sys::Query, table: pg_sys::Oid) -> 
         };
         for rte in list_pointers((*query).rtable).into_iter().map(|p| p.cast::<pg_sys::RangeTblEntry>()) {
             match (*rte).rtekind {
-                pg_sys::RTEKind::RTE_RELATION if (*rte).relid != table => return Some((*rte).relid),
+                pg_sys::RTEKind::RTE_RELATION if !tables.contains(&(*rte).relid) => return Some((*rte).relid),
                 pg_sys::RTEKind::RTE_SUBQUERY => {
-                    if let Some(other) = relation_other_than((*rte).subquery, table) {
+                    if let Some(other) = relation_other_than((*rte).subquery, tables) {
                         return Some(other);
                     }
                 }
@@ -359,7 +394,7 @@ unsafe fn relation_other_than(query: *mut pg_sys::Query, table: pg_sys::Oid) -> 
         }
         for cte in list_pointers((*query).cteList).into_iter().map(|p| p.cast::<pg_sys::CommonTableExpr>()) {
             let inner = (*cte).ctequery.cast::<pg_sys::Query>();
-            if let Some(other) = relation_other_than(inner, table) {
+            if let Some(other) = relation_other_than(inner, tables) {
                 return Some(other);
             }
         }
@@ -419,6 +454,12 @@ std::thread_local! {
     /// Set while this process's pg_idgen worker updates a row to allocate a range: that update
     /// is the one change of a row that must not retire its tag's cache.
     static ALLOCATING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether this process's pg_idgen worker is allocating (see `as_allocation`): the triggers of
+/// pg_idgen's other tables ask too.
+pub fn is_allocating() -> bool {
+    ALLOCATING.get()
 }
 
 /// Runs the worker's allocation with the trigger told it is the worker's own.
@@ -536,6 +577,27 @@ c_functions! {
 }
 
 static mut PREVIOUS_OBJECT_ACCESS_HOOK: pg_sys::object_access_hook_type = None;
+/// What else caches rows of a database's pg_idgen tables (the per-key sequences), retired with
+/// the segment slots. Set in `_PG_init`; a function, so that this module need not name its owner.
+static mut ALSO_RETIRE: Option<fn(pg_sys::Oid)> = None;
+/// The tables whose drop retires a database's caches: every table pg_idgen caches rows of.
+const CACHED_TABLES: [&CStr; 3] = [TAG_TABLE, c"seq_space", c"seq_section"];
+
+/// Retires every cache of a database's rows: the segment slots, and what `also_retire` named.
+pub fn retire_caches_of(database: pg_sys::Oid) {
+    retire_database(database);
+    // SAFETY: set once in _PG_init, before any backend exists; read only after.
+    if let Some(retire) = unsafe { ALSO_RETIRE } {
+        retire(database);
+    }
+}
+
+/// Names another cache to retire with the segment slots when a database or pg_idgen's tables go.
+/// Called from `_PG_init`.
+pub fn also_retire(retire: fn(pg_sys::Oid)) {
+    // SAFETY: _PG_init runs once per process, before any hook runs.
+    unsafe { ALSO_RETIRE = Some(retire) };
+}
 
 /// Installs the hook that notices the tag table being dropped (DROP TABLE, DROP EXTENSION, DROP
 /// SCHEMA … CASCADE), which no row trigger sees. Called from `_PG_init` while preloading.
@@ -574,7 +636,7 @@ unsafe extern "C-unwind" fn on_object_access(
         if class_id == pg_sys::DatabaseRelationId
             && matches!(access, pg_sys::ObjectAccessType::OAT_DROP | pg_sys::ObjectAccessType::OAT_POST_CREATE)
         {
-            retire_database(object_id);
+            retire_caches_of(object_id);
             super::worker::stop_for_drop(object_id, access == pg_sys::ObjectAccessType::OAT_DROP);
             return;
         }
@@ -585,12 +647,12 @@ unsafe extern "C-unwind" fn on_object_access(
             return;
         }
         let name = pg_sys::get_rel_name(object_id);
-        if name.is_null() || CStr::from_ptr(name) != TAG_TABLE {
+        if name.is_null() || !CACHED_TABLES.contains(&CStr::from_ptr(name)) {
             return;
         }
         let ours = pg_sys::get_extension_oid(c"pg_idgen".as_ptr(), true);
         if ours != pg_sys::InvalidOid && pg_sys::getExtensionOfObject(pg_sys::RelationRelationId, object_id) == ours {
-            retire_database(pg_sys::MyDatabaseId);
+            retire_caches_of(pg_sys::MyDatabaseId);
         }
     }
 }

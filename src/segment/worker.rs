@@ -56,6 +56,17 @@ const PINNED_SETTINGS: [(&CStr, &CStr); 10] = [
     (c"exit_on_error", c"off"),
 ];
 
+/// What else the worker serves in each round (the per-key sequences' sections): given the
+/// database, it does its work and says whether any is still wanted. Set in `_PG_init`; a
+/// function, so that this module need not name its owner.
+static mut ALSO_SERVE: Option<fn(pg_sys::Oid) -> bool> = None;
+
+/// Names another round of work for every worker. Called from `_PG_init` while preloading.
+pub fn also_serve(round: fn(pg_sys::Oid) -> bool) {
+    // SAFETY: _PG_init runs once, in the postmaster, before any worker is started.
+    unsafe { ALSO_SERVE = Some(round) };
+}
+
 /// Registers the worker. Called from `_PG_init` while preloading.
 pub fn register() {
     BackgroundWorkerBuilder::new("pg_idgen worker")
@@ -377,6 +388,12 @@ fn serve(database: &str, idle_exit: Option<Duration>) {
             // Why after each tag: a waiting call need not wait for the other tags' allocations.
             // SAFETY: the condition variable lives in shared memory.
             unsafe { pg_sys::ConditionVariableBroadcast(state.segment_loaded()) };
+        }
+        // SAFETY: set once in _PG_init, inherited by this process; read only.
+        if let Some(round) = unsafe { ALSO_SERVE } {
+            if round(database_oid) {
+                busy_at = std::time::Instant::now();
+            }
         }
         ranges::sample_rates(&mut sampled_second);
         if ranges::anything_wanted(database_oid) {

@@ -1,0 +1,306 @@
+//! The section cache in shared memory: sections, the sets they live in, taking and retiring them.
+//! The protocol is stated once, in `seq` (mod.rs).
+
+use std::sync::atomic::{fence, AtomicBool, AtomicI64, AtomicU32, AtomicU64, Ordering};
+
+use pgrx::pg_sys;
+
+use crate::{settings, shmem};
+
+/// The most keys a section holds: its counters take 2 KiB.
+pub const MAX_SECTION_KEYS: usize = 256;
+/// Sections a section may be cached in: its set (a set-associative cache, as CPUs have).
+const WAYS: usize = 8;
+
+pub(super) const FREE: u32 = 0;
+/// Taken for a section whose persisted maximum the worker has not loaded yet: calls wait.
+pub(super) const LOADING: u32 = 1;
+pub(super) const READY: u32 = 2;
+/// The worker found no space for it (dropped meanwhile): calls get 42704.
+pub(super) const DROPPED: u32 = 3;
+
+/// Which section a cache entry holds. Why the section size too: a backend that still knows a
+/// space by an older definition (an extension created anew gives ids again from 1) maps keys to
+/// sections its own way, and must not find the sections of the new one.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct SectionId {
+    pub database: u32,
+    pub space_id: u32,
+    pub section_keys: u32,
+    pub section: i64,
+}
+
+/// One section of a space in shared memory: its durable limit and each key's counter.
+#[repr(C, align(64))]
+pub struct Section {
+    /// Odd while the section changes what it holds (taken, loaded, retired); even otherwise.
+    pub(super) version: AtomicU64,
+    pub(super) state: AtomicU32,
+    pub(super) database: AtomicU32,
+    pub(super) space_id: AtomicU32,
+    pub(super) section_keys: AtomicU32,
+    pub(super) section: AtomicI64,
+    /// Every number up to `limit` is below the section's persisted `max_seq`: calls hand them out.
+    pub(super) limit: AtomicI64,
+    /// A number above this asks the worker to raise the section (prefetch).
+    pub(super) raise_at: AtomicI64,
+    /// The persisted `max_seq` when the section was loaded: where its keys started.
+    pub(super) base: AtomicI64,
+    /// A raise is wanted (prefetch reached, or a call waits).
+    pub(super) want_raise: AtomicBool,
+    /// The use clock (`Header::use_clock`) when a call last used the section: least recently used
+    /// goes first.
+    pub(super) last_used: AtomicU64,
+    /// The last raise, and when it was published (monotonic ms): a raise used up fast doubles.
+    pub(super) raise: AtomicI64,
+    pub(super) raised_at_ms: AtomicI64,
+    /// Raises that failed in a row, when the worker may try again, when it last warned.
+    pub(super) failures: AtomicU32,
+    pub(super) retry_at_ms: AtomicI64,
+    pub(super) warned_at_ms: AtomicI64,
+    /// The last number taken for each key of the section (one past `limit` while a call waits).
+    pub(super) keys: [AtomicI64; MAX_SECTION_KEYS],
+}
+
+impl Section {
+    /// What the section holds, if it is not free and not changing, with the version it was read
+    /// under (a seqlock read).
+    #[inline]
+    pub(super) fn read_id(&self) -> Option<(SectionId, u64)> {
+        let version = self.version.load(Ordering::Acquire);
+        if version & 1 == 1 || self.state.load(Ordering::Acquire) == FREE {
+            return None;
+        }
+        let id = SectionId {
+            database: self.database.load(Ordering::Relaxed),
+            space_id: self.space_id.load(Ordering::Relaxed),
+            section_keys: self.section_keys.load(Ordering::Relaxed),
+            section: self.section.load(Ordering::Relaxed),
+        };
+        fence(Ordering::Acquire);
+        (self.version.load(Ordering::Relaxed) == version).then_some((id, version))
+    }
+
+    /// Changes what the section is, between two version bumps (odd while changing). Under the
+    /// exclusive lock.
+    pub(super) fn change(&self, f: impl FnOnce()) {
+        self.version.fetch_add(1, Ordering::AcqRel);
+        fence(Ordering::Release);
+        f();
+        self.version.fetch_add(1, Ordering::Release);
+    }
+
+    /// Numbers handed out (or taken by waiting calls) since the section was loaded.
+    pub(super) fn served(&self) -> u64 {
+        if self.state.load(Ordering::Acquire) != READY {
+            return 0;
+        }
+        let base = self.base.load(Ordering::Relaxed);
+        self.keys
+            .iter()
+            .map(|k| k.load(Ordering::Relaxed).saturating_sub(base).max(0) as u64)
+            .sum()
+    }
+
+    /// Records that a call used the section now (a write only when the use clock moved on).
+    #[inline]
+    pub(super) fn touch(&self, now: u64) {
+        if self.last_used.load(Ordering::Relaxed) != now {
+            self.last_used.store(now, Ordering::Relaxed);
+        }
+    }
+}
+
+/// The counters of the whole cache, before the sections.
+#[repr(C, align(64))]
+pub struct Header {
+    /// Moves on at every take and every worker round: the clock of `last_used`.
+    pub(super) use_clock: AtomicU64,
+    pub(super) loads: AtomicU64,
+    pub(super) raises: AtomicU64,
+    pub(super) evictions: AtomicU64,
+    pub(super) waits: AtomicU64,
+    /// Numbers served by sections since evicted or retired.
+    pub(super) served_before: AtomicU64,
+}
+
+/// Where the cache starts: after the segment slots, on a cache line. Found once per process (the
+/// hot path asks on every call).
+#[inline]
+fn area() -> *mut u8 {
+    static AREA: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *AREA.get_or_init(|| {
+        let offset = crate::segment::slots_size().next_multiple_of(64);
+        // SAFETY: the area holds the slots, then `cache_size()` bytes (see lib.rs).
+        unsafe { shmem::area().add(offset) as usize }
+    }) as *mut u8
+}
+
+/// Bytes of shared memory the cache takes after the segment slots (with their alignment).
+pub fn cache_size() -> usize {
+    64 + std::mem::size_of::<Header>()
+        + settings::config().segments.seq_cache_sections * std::mem::size_of::<Section>()
+}
+
+pub(super) fn header() -> &'static Header {
+    // SAFETY: the cache area starts with the header (zeroed with the shared memory).
+    unsafe { &*area().cast::<Header>() }
+}
+
+/// The cached sections, `pg_idgen.seq_cache_sections` of them. A new shared memory is zeroed
+/// (`shmem`): every section free, every counter 0.
+pub(super) fn sections() -> &'static [Section] {
+    // SAFETY: the area holds the header, then `seq_cache_sections` sections, zeroed before any
+    // process could attach (all-zero is a free section).
+    unsafe {
+        std::slice::from_raw_parts(
+            area().add(std::mem::size_of::<Header>()).cast::<Section>(),
+            settings::config().segments.seq_cache_sections,
+        )
+    }
+}
+
+/// The sections a section may live in: its set.
+pub(super) fn set_of(id: SectionId) -> &'static [Section] {
+    let all = sections();
+    let sets = (all.len() / WAYS).max(1);
+    let mut h = (u64::from(id.database) << 32 | u64::from(id.space_id))
+        ^ (id.section as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    h = splitmix64(h);
+    let set = (h % sets as u64) as usize;
+    &all[set * all.len() / sets..(set + 1) * all.len() / sets]
+}
+
+/// SplitMix64's finaliser: spreads every input bit over the output.
+pub(super) fn splitmix64(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// The cached section `id` and the version it was found under, lock-free.
+#[inline]
+pub(super) fn find(id: SectionId) -> Option<(&'static Section, u64)> {
+    set_of(id)
+        .iter()
+        .find_map(|section| match section.read_id() {
+            Some((held, version)) if held == id => Some((section, version)),
+            _ => None,
+        })
+}
+
+/// Finds section `id`, or takes the least recently used section of its set for it (LOADING: the
+/// worker is to load it). Returns it and its version.
+pub(super) fn find_or_take(id: SectionId) -> (&'static Section, u64) {
+    let _lock = SeqLock::exclusive();
+    if let Some(found) = find(id) {
+        return found;
+    }
+    let header = header();
+    let now = header.use_clock.fetch_add(1, Ordering::Relaxed) + 1;
+    // A free or dropped section first, then the least recently used; one being loaded last.
+    let victim = set_of(id)
+        .iter()
+        .min_by_key(|s| match s.state.load(Ordering::Acquire) {
+            FREE | DROPPED => (0, 0),
+            LOADING => (2, s.last_used.load(Ordering::Relaxed)),
+            _ => (1, s.last_used.load(Ordering::Relaxed)),
+        })
+        .expect("a set holds at least one section");
+    if victim.state.load(Ordering::Acquire) == READY {
+        header.evictions.fetch_add(1, Ordering::Relaxed);
+        header
+            .served_before
+            .fetch_add(victim.served(), Ordering::Relaxed);
+    }
+    victim.change(|| {
+        victim.database.store(id.database, Ordering::Relaxed);
+        victim.space_id.store(id.space_id, Ordering::Relaxed);
+        victim
+            .section_keys
+            .store(id.section_keys, Ordering::Relaxed);
+        victim.section.store(id.section, Ordering::Relaxed);
+        victim.limit.store(-1, Ordering::Relaxed);
+        victim.raise.store(0, Ordering::Relaxed);
+        victim.failures.store(0, Ordering::Relaxed);
+        victim.retry_at_ms.store(0, Ordering::Relaxed);
+        victim.last_used.store(now, Ordering::Relaxed);
+        victim.want_raise.store(true, Ordering::Release);
+        victim.state.store(LOADING, Ordering::Release);
+    });
+    (victim, victim.version.load(Ordering::Acquire))
+}
+
+/// Takes a section the worker found no space for (DROPPED) again for `id`: the space may have
+/// been committed since. Returns the section holding `id` and its version.
+pub(super) fn retake(
+    section: &'static Section,
+    version: u64,
+    id: SectionId,
+) -> (&'static Section, u64) {
+    {
+        let _lock = SeqLock::exclusive();
+        if section.version.load(Ordering::Acquire) == version
+            && section.state.load(Ordering::Acquire) == DROPPED
+        {
+            section.change(|| {
+                section.limit.store(-1, Ordering::Relaxed);
+                section.failures.store(0, Ordering::Relaxed);
+                section.retry_at_ms.store(0, Ordering::Relaxed);
+                section.want_raise.store(true, Ordering::Release);
+                section.state.store(LOADING, Ordering::Release);
+            });
+            return (section, section.version.load(Ordering::Acquire));
+        }
+    }
+    find_or_take(id)
+}
+
+/// Retires every cached section of a database: its next call loads it again, from the table.
+/// Called when rows of the space or section tables change or go, the tables are dropped, or the
+/// database is dropped or created.
+pub fn retire_database(database: pg_sys::Oid) {
+    if !shmem::is_attached() {
+        return; // not preloaded: nothing is cached
+    }
+    {
+        let _lock = SeqLock::exclusive();
+        let header = header();
+        for section in sections() {
+            if section.state.load(Ordering::Acquire) != FREE
+                && section.database.load(Ordering::Acquire) == database.to_u32()
+            {
+                header
+                    .served_before
+                    .fetch_add(section.served(), Ordering::Relaxed);
+                section.change(|| section.state.store(FREE, Ordering::Release));
+            }
+        }
+    }
+    // SAFETY: the condition variable lives in shared memory.
+    unsafe { pg_sys::ConditionVariableBroadcast(shmem::shared().segment_loaded()) };
+}
+
+/// Holds the sections' LWLock for its lifetime.
+pub(super) struct SeqLock;
+
+impl SeqLock {
+    pub(super) fn exclusive() -> SeqLock {
+        // SAFETY: the lock lives in shared memory for the life of the server.
+        unsafe { pg_sys::LWLockAcquire(shmem::seq_lock(), pg_sys::LWLockMode::LW_EXCLUSIVE) };
+        SeqLock
+    }
+
+    pub(super) fn shared() -> SeqLock {
+        // SAFETY: as above.
+        unsafe { pg_sys::LWLockAcquire(shmem::seq_lock(), pg_sys::LWLockMode::LW_SHARED) };
+        SeqLock
+    }
+}
+
+impl Drop for SeqLock {
+    fn drop(&mut self) {
+        // SAFETY: held since `exclusive` or `shared`.
+        unsafe { pg_sys::LWLockRelease(shmem::seq_lock()) };
+    }
+}

@@ -1,0 +1,137 @@
+//! `seq_fill()`: the trigger that numbers a row per key, since a column default cannot read
+//! another column. `CREATE TRIGGER … BEFORE INSERT ON issues FOR EACH ROW EXECUTE FUNCTION
+//! seq_fill('issues', 'project_id', 'iid')` sets `iid` to `seq_next('issues', project_id)`
+//! when it is NULL.
+
+use std::ffi::CStr;
+
+use pgrx::pg_sys;
+use pgrx::prelude::*;
+
+use super::next::{key_of, next};
+use crate::c_function::c_functions;
+use crate::errors;
+
+fn usage_error(message: String) -> ! {
+    errors::raise(
+        PgSqlErrorCode::ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED,
+        message,
+        None,
+        Some("Use it as: CREATE TRIGGER … BEFORE INSERT ON t FOR EACH ROW EXECUTE FUNCTION seq_fill('space', 'key_column', 'number_column')."),
+    )
+}
+
+/// The attribute number of a column named by a trigger argument.
+///
+/// # Safety
+/// `desc` is the trigger relation's descriptor.
+unsafe fn attribute(desc: pg_sys::TupleDesc, name: &CStr, relation: &str) -> i32 {
+    // SAFETY: per the function's contract.
+    let attnum = unsafe { pg_sys::SPI_fnumber(desc, name.as_ptr()) };
+    if attnum <= 0 {
+        errors::raise(
+            PgSqlErrorCode::ERRCODE_UNDEFINED_COLUMN,
+            format!(
+                "seq_fill: column \"{}\" of relation \"{relation}\" does not exist",
+                name.to_string_lossy()
+            ),
+            None,
+            None,
+        )
+    }
+    attnum
+}
+
+c_functions! {
+    /// The trigger: numbers the row's number column from its key column when it is NULL.
+    fn seq_fill / pg_finfo_seq_fill (fcinfo) {
+        let context = (*fcinfo).context;
+        if context.is_null() || (*context).type_ != pg_sys::NodeTag::T_TriggerData {
+            usage_error("seq_fill() must be called as a trigger".into());
+        }
+        let trigger = &*(context as *const pg_sys::TriggerData);
+        let event = trigger.tg_event;
+        if event & pg_sys::TRIGGER_EVENT_TIMINGMASK != pg_sys::TRIGGER_EVENT_BEFORE
+            || event & pg_sys::TRIGGER_EVENT_ROW == 0
+            || event & pg_sys::TRIGGER_EVENT_OPMASK != pg_sys::TRIGGER_EVENT_INSERT
+        {
+            usage_error("seq_fill() must fire BEFORE INSERT FOR EACH ROW".into());
+        }
+        let definition = &*trigger.tg_trigger;
+        if definition.tgnargs != 3 {
+            usage_error(format!("seq_fill() takes 3 arguments (space, key column, number column), not {}", definition.tgnargs));
+        }
+        let argument = |i: usize| CStr::from_ptr(*definition.tgargs.add(i));
+        let (space, key_column, number_column) = (argument(0), argument(1), argument(2));
+        let relation = trigger.tg_relation;
+        let relation_name = CStr::from_ptr(pg_sys::get_rel_name((*relation).rd_id)).to_string_lossy().into_owned();
+        let desc = (*relation).rd_att;
+        let key_attnum = attribute(desc, key_column, &relation_name);
+        let number_attnum = attribute(desc, number_column, &relation_name);
+        let tuple = trigger.tg_trigtuple;
+        let mut null = false;
+        pg_sys::heap_getattr(tuple, number_attnum, desc, &mut null);
+        if !null {
+            return pg_sys::Datum::from(tuple); // numbered by the caller
+        }
+        let key_datum = pg_sys::heap_getattr(tuple, key_attnum, desc, &mut null);
+        if null {
+            errors::raise(
+                PgSqlErrorCode::ERRCODE_NOT_NULL_VIOLATION,
+                format!("seq_fill: key column \"{}\" of relation \"{relation_name}\" is NULL", key_column.to_string_lossy()),
+                Some("A row is numbered per key: it needs its key.".into()),
+                None,
+            );
+        }
+        let key = match pg_sys::SPI_gettypeid(desc, key_attnum) {
+            pg_sys::INT2OID => i64::from(i16::from_datum(key_datum, false).unwrap_or_default()),
+            pg_sys::INT4OID => i64::from(i32::from_datum(key_datum, false).unwrap_or_default()),
+            pg_sys::INT8OID => i64::from_datum(key_datum, false).unwrap_or_default(),
+            pg_sys::TEXTOID | pg_sys::VARCHAROID => key_of(<&[u8]>::from_polymorphic_datum(key_datum, false, pg_sys::TEXTOID).unwrap_or_default()),
+            _ => errors::raise(
+                PgSqlErrorCode::ERRCODE_DATATYPE_MISMATCH,
+                format!("seq_fill: key column \"{}\" of relation \"{relation_name}\" must be smallint, integer, bigint, text or varchar", key_column.to_string_lossy()),
+                None,
+                None,
+            ),
+        };
+        let number_type = pg_sys::SPI_gettypeid(desc, number_attnum);
+        if number_type != pg_sys::INT8OID && number_type != pg_sys::INT4OID {
+            errors::raise(
+                PgSqlErrorCode::ERRCODE_DATATYPE_MISMATCH,
+                format!("seq_fill: number column \"{}\" of relation \"{relation_name}\" must be bigint or integer", number_column.to_string_lossy()),
+                None,
+                None,
+            );
+        }
+        let number = next(space.to_bytes(), key);
+        let value = if number_type == pg_sys::INT4OID {
+            let Ok(small) = i32::try_from(number) else {
+                errors::raise(
+                    PgSqlErrorCode::ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE,
+                    format!("seq_fill: number {number} is out of range for integer column \"{}\"", number_column.to_string_lossy()),
+                    None,
+                    Some("Make the column bigint."),
+                )
+            };
+            pg_sys::Datum::from(small)
+        } else {
+            pg_sys::Datum::from(number)
+        };
+        let mut replace_null = false;
+        let mut value = value;
+        let mut column = number_attnum;
+        let changed = pg_sys::heap_modify_tuple_by_cols(tuple, desc, 1, &mut column, &mut value, &mut replace_null);
+        pg_sys::Datum::from(changed)
+    }
+}
+
+pgrx::extension_sql!(
+    r#"
+CREATE FUNCTION seq_fill() RETURNS trigger
+    AS 'MODULE_PATHNAME', 'seq_fill' LANGUAGE C;
+COMMENT ON FUNCTION seq_fill() IS
+    'Trigger: BEFORE INSERT FOR EACH ROW EXECUTE FUNCTION seq_fill(space, key_column, number_column) sets a NULL number column to seq_next(space, key).';
+"#,
+    name = "seq_fill"
+);

@@ -1,0 +1,332 @@
+//! The worker's side of the sections: which are to be loaded or raised now, raising them in the
+//! section table (`SectionSource`), and publishing what was raised.
+
+use std::sync::atomic::Ordering;
+
+use pgrx::bgworkers::BackgroundWorker;
+use pgrx::pg_sys;
+use pgrx::prelude::*;
+
+use super::cache::{header, sections, SeqLock, DROPPED, LOADING, READY};
+use super::spaces::{SECTION_TABLE, SPACE_TABLE};
+use crate::segment::{table, worker};
+use crate::{clock, settings, shmem};
+
+/// A raise published less than this after the one before doubles the next (up to
+/// `pg_idgen.segment_max_step`): a hot section then waits for the worker less often.
+const FAST_RAISE_MS: i64 = 1000;
+
+/// What the worker must do for one section now.
+pub struct Need {
+    pub index: usize,
+    pub version: u64,
+    pub space_id: u32,
+    pub section: i64,
+    /// How far to raise at least (0: the space's step).
+    pub raise: i64,
+    /// Whether the section is being loaded (its keys start at the maximum found) or raised.
+    pub load: bool,
+}
+
+/// What the source did for a section.
+pub enum Outcome {
+    /// The section's `max_seq` moved from the first to the second value, committed and flushed.
+    Raised(i64, i64),
+    /// The space is gone (dropped, or created anew with another id).
+    NoSpace,
+    /// The raise failed (a lock, …); the message is for the log.
+    Failed(String),
+}
+
+/// Where a section's maximum comes from: the one boundary a later change can put a section lease
+/// of the segment authority behind (seqsvr's AllocSvr: one server serves a section at a time).
+pub trait SectionSource {
+    /// Raises each section's persisted maximum by at least `need.raise`, one outcome per need;
+    /// every new maximum must be durable before this returns.
+    fn raise(&mut self, needs: &[Need]) -> Vec<Outcome>;
+}
+
+/// The section table of this database, in the worker's own session: the raises of one round are
+/// one transaction (each in a subtransaction of its own, so that a locked row fails alone),
+/// committed and flushed before any is published. Why together: a load is one durable write,
+/// and a commit's flush costs more than the rest of it.
+pub struct LocalSections;
+
+/// Raises per transaction at most: a long transaction would hold its rows' locks longer.
+const RAISES_PER_TRANSACTION: usize = 256;
+
+impl SectionSource for LocalSections {
+    fn raise(&mut self, needs: &[Need]) -> Vec<Outcome> {
+        PgTryBuilder::new(|| raise_in_transaction(needs))
+            .catch_others(|error| {
+                // SAFETY: the worker's own transaction, which the caught error left open.
+                unsafe { pg_sys::AbortCurrentTransaction() };
+                let message = error_message(&error);
+                needs
+                    .iter()
+                    .map(|_| Outcome::Failed(message.clone()))
+                    .collect()
+            })
+            .execute()
+    }
+}
+
+fn error_message(error: &pg_sys::panic::CaughtError) -> String {
+    match error {
+        pg_sys::panic::CaughtError::PostgresError(report)
+        | pg_sys::panic::CaughtError::ErrorReport(report)
+        | pg_sys::panic::CaughtError::RustPanic {
+            ereport: report, ..
+        } => report.message().to_string(),
+    }
+}
+
+fn raise_in_transaction(needs: &[Need]) -> Vec<Outcome> {
+    let outcomes = BackgroundWorker::transaction(|| {
+        let (Some(spaces), Some(sections)) = (
+            table::extension_table_oid(SPACE_TABLE),
+            table::extension_table_oid(SECTION_TABLE),
+        ) else {
+            return needs.iter().map(|_| Outcome::NoSpace).collect(); // the extension is gone from this database
+        };
+        needs
+            .iter()
+            .map(|need| {
+                in_subtransaction(|| raise_row(spaces, sections, need))
+                    .unwrap_or_else(Outcome::Failed)
+            })
+            .collect::<Vec<_>>()
+    });
+    if outcomes
+        .iter()
+        .any(|outcome| matches!(outcome, Outcome::Raised(..)))
+    {
+        // The commit record must be on disk before any number up to a new maximum is handed
+        // out, whatever synchronous_commit says: the same rule as a segment range.
+        // SAFETY: XactLastCommitEnd is this process's last commit record, just written.
+        unsafe { pg_sys::XLogFlush(pg_sys::XactLastCommitEnd) };
+    }
+    outcomes
+}
+
+/// Runs `f` in a subtransaction: an error in it (a locked row) is rolled back alone and comes
+/// back as its message; the transaction goes on.
+fn in_subtransaction<T>(f: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
+    // SAFETY: in a transaction; the subtransaction is released or rolled back below, and the
+    // memory context and resource owner put back, as PL/pgSQL does around an exception block.
+    unsafe {
+        let (context, owner) = (pg_sys::CurrentMemoryContext, pg_sys::CurrentResourceOwner);
+        // Why assert: what `f` leaves behind after an error is rolled back with the subtransaction.
+        let f = std::panic::AssertUnwindSafe(f);
+        pg_sys::BeginInternalSubTransaction(std::ptr::null());
+        let restore = move || {
+            pg_sys::MemoryContextSwitchTo(context);
+            pg_sys::CurrentResourceOwner = owner;
+        };
+        PgTryBuilder::new(|| {
+            let result = f();
+            pg_sys::ReleaseCurrentSubTransaction();
+            restore();
+            result
+        })
+        .catch_others(|error| {
+            restore();
+            pg_sys::RollbackAndReleaseCurrentSubTransaction();
+            restore();
+            Err(error_message(&error))
+        })
+        .execute()
+    }
+}
+
+/// Raises the section's row (inserting it at the first raise) in the caller's transaction.
+fn raise_row(spaces: pg_sys::Oid, sections: pg_sys::Oid, need: &Need) -> Result<Outcome, String> {
+    // Every object qualified; the space is locked against a drop (KEY SHARE), the row against
+    // anyone else (NOWAIT: the worker serves other sections meanwhile); clamped at bigint's end.
+    const RAISE: &str = "UPDATE ONLY {sections} AS t
+            SET max_seq = t.max_seq OPERATOR(pg_catalog.+) r.len, updated_at = pg_catalog.now()
+           FROM (SELECT s.space, s.section, s.max_seq AS old_max,
+                        LEAST(GREATEST($3, p.step::pg_catalog.int8),
+                              9223372036854775807::pg_catalog.int8 OPERATOR(pg_catalog.-) s.max_seq) AS len
+                   FROM ONLY {sections} AS s, ONLY {spaces} AS p
+                  WHERE p.id OPERATOR(pg_catalog.=) $1 AND s.space OPERATOR(pg_catalog.=) p.space
+                    AND s.section OPERATOR(pg_catalog.=) $2
+                    FOR UPDATE OF s NOWAIT FOR KEY SHARE OF p NOWAIT) AS r
+          WHERE t.space OPERATOR(pg_catalog.=) r.space AND t.section OPERATOR(pg_catalog.=) r.section
+      RETURNING r.old_max, t.max_seq";
+    const INSERT: &str = "INSERT INTO {sections} AS t (space, section, max_seq)
+         SELECT p.space, $2, GREATEST($3, p.step::pg_catalog.int8)
+           FROM ONLY {spaces} AS p WHERE p.id OPERATOR(pg_catalog.=) $1 FOR KEY SHARE NOWAIT
+         ON CONFLICT DO NOTHING
+      RETURNING 0::pg_catalog.int8, t.max_seq";
+    let tables = [("{sections}", sections), ("{spaces}", spaces)];
+    let args = || {
+        [
+            (need.space_id as i32).into(),
+            need.section.into(),
+            need.raise.into(),
+        ]
+    };
+    let run = |statement: &str| {
+        table::run_on_tables(&tables, statement, |sql| {
+            table::as_allocation(|| Spi::get_two_with_args::<i64, i64>(sql, &args()))
+        })
+    };
+    let checked = |row: Result<(Option<i64>, Option<i64>), pgrx::spi::SpiError>| {
+        match row {
+        // Why check: a trigger could have changed the new max_seq under the statement.
+        Ok((Some(old), Some(new))) if new >= old && new > 0 => Some(Ok(Outcome::Raised(old, new))),
+        Ok((Some(_), Some(_))) => Some(Err("the section's new max_seq is not above its old one: something changed it under the raise".into())),
+        _ => None,
+    }
+    };
+    if let Some(outcome) = checked(run(RAISE)?) {
+        return outcome;
+    }
+    if let Some(outcome) = checked(run(INSERT)?) {
+        return outcome;
+    }
+    // No row raised and none inserted: the space is gone, or a row appeared meanwhile.
+    let space_exists = table::run_on_tables(
+        &tables,
+        "SELECT true FROM ONLY {spaces} AS p WHERE p.id OPERATOR(pg_catalog.=) $1",
+        |sql| Spi::get_one_with_args::<bool>(sql, &[(need.space_id as i32).into()]),
+    )?;
+    match space_exists {
+        Ok(Some(true)) => Err("the section's row appeared during the raise; trying again".into()),
+        _ => Ok(Outcome::NoSpace),
+    }
+}
+
+/// How long the worker leaves a section alone after failed raises: doubling from 100 ms to 5 s.
+fn backoff_ms(failures: u32) -> i64 {
+    (100i64 << failures.saturating_sub(1).min(6)).min(5000)
+}
+
+/// Sections of `database` to load or raise now, not in a backoff.
+pub fn needs(database: pg_sys::Oid) -> Vec<Need> {
+    let now_ms = clock::monotonic_millis();
+    let max_step = settings::config().segments.max_step as i64;
+    let _lock = SeqLock::shared();
+    let mut needs = Vec::new();
+    for (index, section) in sections().iter().enumerate() {
+        let state = section.state.load(Ordering::Acquire);
+        if !matches!(state, LOADING | READY)
+            || section.database.load(Ordering::Acquire) != database.to_u32()
+            || !section.want_raise.load(Ordering::Acquire)
+            || section.retry_at_ms.load(Ordering::Relaxed) > now_ms
+        {
+            continue;
+        }
+        let previous = section.raise.load(Ordering::Relaxed);
+        let fast =
+            previous > 0 && now_ms - section.raised_at_ms.load(Ordering::Relaxed) < FAST_RAISE_MS;
+        needs.push(Need {
+            index,
+            version: section.version.load(Ordering::Acquire),
+            space_id: section.space_id.load(Ordering::Relaxed),
+            section: section.section.load(Ordering::Relaxed),
+            raise: if fast {
+                previous.saturating_mul(2).min(max_step)
+            } else {
+                0
+            },
+            load: state == LOADING,
+        });
+    }
+    needs
+}
+
+/// Publishes what the source did for a section, unless the section changed meanwhile (then the
+/// raise is a gap). A failure sets the section's backoff and says whether to log it (at most
+/// every 10 s a section).
+pub fn publish(need: &Need, outcome: &Outcome) -> bool {
+    let section = &sections()[need.index];
+    let now_ms = clock::monotonic_millis();
+    let _lock = SeqLock::exclusive();
+    if section.version.load(Ordering::Acquire) != need.version {
+        return false;
+    }
+    match *outcome {
+        Outcome::Raised(old, new) => {
+            let step = new - old;
+            let raise_at = new - step / 2;
+            if need.load {
+                // The keys start at the maximum persisted before this raise: every number handed
+                // out for them before (another life of the cache, before a crash) is at most that.
+                section.change(|| {
+                    for key in &section.keys {
+                        key.store(old, Ordering::Relaxed);
+                    }
+                    section.base.store(old, Ordering::Relaxed);
+                    section.limit.store(new, Ordering::Release);
+                    section.raise_at.store(raise_at, Ordering::Release);
+                    section.state.store(READY, Ordering::Release);
+                });
+                header().loads.fetch_add(1, Ordering::Relaxed);
+            } else {
+                section.limit.fetch_max(new, Ordering::AcqRel);
+                section.raise_at.store(raise_at, Ordering::Release);
+                header().raises.fetch_add(1, Ordering::Relaxed);
+            }
+            section.raise.store(step, Ordering::Relaxed);
+            section.raised_at_ms.store(now_ms, Ordering::Relaxed);
+            section.failures.store(0, Ordering::Relaxed);
+            section.want_raise.store(false, Ordering::Release);
+            false
+        }
+        Outcome::NoSpace => {
+            section.change(|| section.state.store(DROPPED, Ordering::Release));
+            false
+        }
+        Outcome::Failed(_) => {
+            let failures = section.failures.fetch_add(1, Ordering::Relaxed) + 1;
+            section
+                .retry_at_ms
+                .store(now_ms + backoff_ms(failures), Ordering::Relaxed);
+            let warn =
+                now_ms - section.warned_at_ms.load(Ordering::Relaxed) >= 10_000 || failures == 1;
+            if warn {
+                section.warned_at_ms.store(now_ms, Ordering::Relaxed);
+            }
+            warn
+        }
+    }
+}
+
+/// One round of the worker for the sections of `database`: loads and raises what is wanted, and
+/// says whether anything is still wanted (a failing raise does not count: see
+/// `segment::ranges::anything_wanted`).
+pub fn serve_round(database: pg_sys::Oid) -> bool {
+    let state = shmem::shared();
+    header().use_clock.fetch_add(1, Ordering::Relaxed);
+    let mut source = LocalSections;
+    let needs = needs(database);
+    for batch in needs.chunks(RAISES_PER_TRANSACTION) {
+        if worker::told_to_stop() {
+            break;
+        }
+        let outcomes = source.raise(batch);
+        for (need, outcome) in batch.iter().zip(&outcomes) {
+            if publish(need, outcome) {
+                if let Outcome::Failed(message) = outcome {
+                    let failures = sections()[need.index].failures.load(Ordering::Relaxed);
+                    warning!(
+                        "pg_idgen worker: could not raise section {} of sequence space {}: {message} ({failures} attempts failed in a row; retrying)",
+                        need.section,
+                        need.space_id
+                    );
+                }
+            }
+        }
+        // SAFETY: the condition variable lives in shared memory.
+        unsafe { pg_sys::ConditionVariableBroadcast(state.segment_loaded()) };
+    }
+    let _lock = SeqLock::shared();
+    sections().iter().any(|s| {
+        s.database.load(Ordering::Acquire) == database.to_u32()
+            && matches!(s.state.load(Ordering::Acquire), LOADING | READY)
+            && s.want_raise.load(Ordering::Acquire)
+            && s.failures.load(Ordering::Relaxed) == 0
+    })
+}

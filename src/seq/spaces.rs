@@ -1,0 +1,389 @@
+//! Spaces of per-key sequences: `seq_space_create()`, `seq_space_drop()`, looking a space up, and
+//! the trigger that keeps the cache in step with the tables.
+
+use std::ffi::CStr;
+
+use pgrx::pg_sys;
+use pgrx::prelude::*;
+
+use super::cache::{retire_database, MAX_SECTION_KEYS};
+use crate::c_function::c_functions;
+use crate::errors;
+use crate::segment::table::{self, display, TextBytes};
+
+pgrx::extension_sql_file!("spaces.sql", name = "seq_tables");
+
+pub const SPACE_TABLE: &CStr = c"seq_space";
+pub const SECTION_TABLE: &CStr = c"seq_section";
+/// Space names are 1 to 63 bytes, as segment tags.
+const MAX_SPACE_LEN: usize = 63;
+
+/// What a call needs of a space: the id its cached sections carry (a space created anew gets
+/// another), and how many neighbouring keys share a section.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Space {
+    pub id: u32,
+    pub section_keys: u32,
+}
+
+/// Space names are 1 to 63 bytes: checked before any lookup.
+pub fn check_space_name(space: &[u8]) {
+    if space.is_empty() || space.len() > MAX_SPACE_LEN {
+        errors::raise(
+            PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+            format!(
+                "invalid sequence space \"{}\"",
+                display(&space[..space.len().min(80)])
+            ),
+            Some(format!(
+                "A space name is 1 to {MAX_SPACE_LEN} bytes long, not {}.",
+                space.len()
+            )),
+            None,
+        )
+    }
+}
+
+#[cold]
+pub fn unknown_space(space: &[u8], detail: &str) -> ! {
+    errors::raise(
+        PgSqlErrorCode::ERRCODE_UNDEFINED_OBJECT,
+        format!("sequence space \"{}\" does not exist", display(space)),
+        Some(detail.into()),
+        Some("Create it with seq_space_create(space)."),
+    )
+}
+
+/// The space's row as this transaction sees it (no SQL: also in parallel workers and read-only
+/// transactions). Waits for a locked table until `deadline_ms`, then raises 55P03.
+pub fn space_row(space: &[u8], deadline_ms: i64) -> Option<Space> {
+    let what = || {
+        format!(
+            "sequence space \"{}\": the space table is locked",
+            display(space)
+        )
+    };
+    table::with_row(
+        SPACE_TABLE,
+        c"space",
+        space,
+        deadline_ms,
+        &what,
+        |relation, tuple| {
+            // SAFETY: the tuple is the open relation's.
+            let int = |name: &CStr| unsafe { attribute_i32(relation, tuple, name) };
+            Space {
+                id: int(c"id") as u32,
+                section_keys: int(c"section_keys") as u32,
+            }
+        },
+    )
+}
+
+/// # Safety
+/// `tuple` is a valid tuple of the open `relation`.
+unsafe fn attribute_i32(relation: pg_sys::Relation, tuple: pg_sys::HeapTuple, name: &CStr) -> i32 {
+    // SAFETY: per the function's contract; the column's type is checked before it is read.
+    unsafe {
+        let attnum = pg_sys::get_attnum((*relation).rd_id, name.as_ptr());
+        if attnum <= 0 || pg_sys::get_atttype((*relation).rd_id, attnum) != pg_sys::INT4OID {
+            errors::raise(
+                PgSqlErrorCode::ERRCODE_DATA_CORRUPTED,
+                format!(
+                    "pg_idgen's seq_space has no int column {}",
+                    name.to_string_lossy()
+                ),
+                None,
+                None,
+            );
+        }
+        let mut null = false;
+        let datum = pg_sys::heap_getattr(tuple, attnum as i32, (*relation).rd_att, &mut null);
+        i32::from_datum(datum, null).unwrap_or(0)
+    }
+}
+
+fn require_tables() -> (pg_sys::Oid, pg_sys::Oid) {
+    match (table::extension_table_oid(SPACE_TABLE), table::extension_table_oid(SECTION_TABLE)) {
+        (Some(spaces), Some(sections)) => (spaces, sections),
+        _ => errors::raise(
+            PgSqlErrorCode::ERRCODE_UNDEFINED_TABLE,
+            "pg_idgen's sequence tables do not exist in this database".into(),
+            None,
+            Some("CREATE EXTENSION pg_idgen in this database first (or ALTER EXTENSION pg_idgen UPDATE)."),
+        ),
+    }
+}
+
+#[pg_extern(volatile)]
+/// Creates a space of per-key sequences. Needs INSERT on seq_space.
+fn seq_space_create(
+    space: Option<TextBytes>,
+    step: default!(Option<i32>, 10000),
+    section_keys: default!(Option<i32>, 128),
+    description: default!(Option<TextBytes>, "NULL"),
+) {
+    let (Some(space), Some(step), Some(section_keys)) = (space, step, section_keys) else {
+        errors::raise(
+            PgSqlErrorCode::ERRCODE_NULL_VALUE_NOT_ALLOWED,
+            "seq_space_create: space, step and section_keys must not be NULL".into(),
+            None,
+            None,
+        )
+    };
+    let space = space.0;
+    check_space_name(space);
+    if step < 1 {
+        errors::raise(
+            PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+            format!(
+                "invalid step {step} for sequence space \"{}\"",
+                display(space)
+            ),
+            Some(
+                "The step is how far the worker raises a section's maximum at least: 1 or more."
+                    .into(),
+            ),
+            None,
+        )
+    }
+    if !(1..=MAX_SECTION_KEYS as i32).contains(&section_keys) {
+        errors::raise(
+            PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+            format!(
+                "invalid section_keys {section_keys} for sequence space \"{}\"",
+                display(space)
+            ),
+            Some(format!(
+                "A section holds 1 to {MAX_SECTION_KEYS} neighbouring keys."
+            )),
+            None,
+        )
+    }
+    let (spaces, _) = require_tables();
+    let description = match description {
+        Some(text) => table::text_arg(text.0),
+        None => pgrx::datum::DatumWithOid::null_oid(pg_sys::TEXTOID),
+    };
+    let args = [
+        table::text_arg(space),
+        step.into(),
+        section_keys.into(),
+        description,
+    ];
+    let inserted = table::run_on_tables(
+        &[("{spaces}", spaces)],
+        "INSERT INTO {spaces} (space, step, section_keys, description) VALUES ($1, $2, $3, $4)",
+        |sql| {
+            PgTryBuilder::new(|| Spi::run_with_args(sql, &args).map(|_| true))
+                .catch_when(PgSqlErrorCode::ERRCODE_UNIQUE_VIOLATION, |_| Ok(false))
+                .execute()
+        },
+    )
+    .unwrap_or_else(|message| {
+        errors::raise(
+            PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+            message,
+            None,
+            None,
+        )
+    })
+    .unwrap_or_else(|e| panic!("{e}"));
+    if !inserted {
+        errors::raise(
+            PgSqlErrorCode::ERRCODE_DUPLICATE_OBJECT,
+            format!("sequence space \"{}\" already exists", display(space)),
+            None,
+            Some("Drop it first with seq_space_drop(space): its keys then start again at 1."),
+        )
+    }
+}
+
+std::thread_local! {
+    /// Set while `seq_space_drop()` deletes a space's rows: the one way rows may go.
+    static DROPPING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+#[pg_extern(volatile)]
+/// Drops a space and its sections: its keys start again at 1 if it is created anew. Needs DELETE
+/// on seq_space and seq_section.
+fn seq_space_drop(space: Option<TextBytes>) {
+    let Some(space) = space else {
+        errors::raise(
+            PgSqlErrorCode::ERRCODE_NULL_VALUE_NOT_ALLOWED,
+            "seq_space_drop: space must not be NULL".into(),
+            None,
+            None,
+        )
+    };
+    check_space_name(space.0);
+    let (spaces, sections) = require_tables();
+    struct Reset;
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            DROPPING.set(false);
+        }
+    }
+    DROPPING.set(true);
+    let _reset = Reset;
+    // The space's row first: its lock keeps the worker from raising (and inserting) sections of
+    // it until this transaction ends.
+    let deleted = table::run_on_tables(
+        &[("{spaces}", spaces), ("{sections}", sections)],
+        "WITH gone AS (DELETE FROM ONLY {spaces} WHERE space OPERATOR(pg_catalog.=) $1 RETURNING space)
+         SELECT pg_catalog.count(*) OPERATOR(pg_catalog.>) 0 FROM gone",
+        |sql| Spi::get_one_with_args::<bool>(sql, &[table::text_arg(space.0)]),
+    )
+    .unwrap_or_else(|message| errors::raise(PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE, message, None, None));
+    if !matches!(deleted, Ok(Some(true))) {
+        unknown_space(space.0, "It is not in seq_space.");
+    }
+    table::run_on_tables(
+        &[("{sections}", sections)],
+        "DELETE FROM ONLY {sections} WHERE space OPERATOR(pg_catalog.=) $1",
+        |sql| Spi::run_with_args(sql, &[table::text_arg(space.0)]),
+    )
+    .unwrap_or_else(|message| {
+        errors::raise(
+            PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+            message,
+            None,
+            None,
+        )
+    })
+    .unwrap_or_else(|e| panic!("{e}"));
+    // SAFETY: this backend's database.
+    retire_database(unsafe { pg_sys::MyDatabaseId });
+}
+
+pgrx::extension_sql!(
+    r#"
+COMMENT ON FUNCTION seq_space_create(text, int, int, text) IS
+    'Creates a space of per-key sequences: step is how far a section is raised at least, section_keys how many neighbouring keys share one.';
+COMMENT ON FUNCTION seq_space_drop(text) IS
+    'Drops a space of per-key sequences and its sections; created anew, its keys start again at 1.';
+"#,
+    name = "seq_spaces",
+    requires = [seq_space_create, seq_space_drop, "seq_tables"]
+);
+
+#[cold]
+fn refuse(message: String, detail: &str, hint: &str) -> ! {
+    errors::raise(
+        PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+        message,
+        Some(detail.into()),
+        Some(hint),
+    )
+}
+
+/// The value of a tuple's column as a datum, and whether it is NULL.
+///
+/// # Safety
+/// `tuple` is a valid tuple of the open `relation`.
+unsafe fn column(
+    relation: pg_sys::Relation,
+    tuple: pg_sys::HeapTuple,
+    name: &CStr,
+) -> Option<pg_sys::Datum> {
+    // SAFETY: per the function's contract.
+    unsafe {
+        let attnum = pg_sys::get_attnum((*relation).rd_id, name.as_ptr());
+        if attnum <= 0 {
+            return None;
+        }
+        let mut null = false;
+        let datum = pg_sys::heap_getattr(tuple, attnum as i32, (*relation).rd_att, &mut null);
+        (!null).then_some(datum)
+    }
+}
+
+/// Whether the column differs between two tuples of a table: int and bigint by value, text by
+/// its bytes (the columns it is asked about).
+///
+/// # Safety
+/// Both tuples are valid tuples of the open `relation`.
+unsafe fn changed(
+    relation: pg_sys::Relation,
+    old: pg_sys::HeapTuple,
+    new: pg_sys::HeapTuple,
+    name: &CStr,
+) -> bool {
+    // SAFETY: per the function's contract.
+    unsafe {
+        let attnum = pg_sys::get_attnum((*relation).rd_id, name.as_ptr());
+        let is_text =
+            attnum > 0 && pg_sys::get_atttype((*relation).rd_id, attnum) == pg_sys::TEXTOID;
+        let bytes = |d: pg_sys::Datum| {
+            <&[u8]>::from_polymorphic_datum(d, false, pg_sys::TEXTOID).unwrap_or_default()
+        };
+        match (column(relation, old, name), column(relation, new, name)) {
+            (Some(a), Some(b)) if is_text => bytes(a) != bytes(b),
+            (Some(a), Some(b)) => a.value() != b.value(),
+            (None, None) => false,
+            _ => true,
+        }
+    }
+}
+
+c_functions! {
+    /// The trigger on `seq_space` and `seq_section` (AFTER UPDATE OR DELETE FOR EACH ROW, BEFORE
+    /// TRUNCATE): retires the database's cached sections when rows change or go, and refuses what
+    /// would hand numbers out again.
+    fn pg_idgen_seq_changed / pg_finfo_pg_idgen_seq_changed (fcinfo) {
+        let context = (*fcinfo).context;
+        if context.is_null() || (*context).type_ != pg_sys::NodeTag::T_TriggerData {
+            errors::raise(
+                PgSqlErrorCode::ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED,
+                "pg_idgen_seq_changed() must be called as a trigger".into(),
+                None,
+                None,
+            );
+        }
+        let trigger = &*(context as *const pg_sys::TriggerData);
+        let relation = trigger.tg_relation;
+        let is_sections = CStr::from_ptr(pg_sys::get_rel_name((*relation).rd_id)) == SECTION_TABLE;
+        let hint = "To number a space's keys from 1 again, drop it and create it anew (seq_space_drop, seq_space_create).";
+        match trigger.tg_event & pg_sys::TRIGGER_EVENT_OPMASK {
+            pg_sys::TRIGGER_EVENT_TRUNCATE => refuse(
+                format!("{} cannot be truncated", if is_sections { "seq_section" } else { "seq_space" }),
+                "Numbers up to each section's max_seq may have been handed out; without the rows they would be handed out again.",
+                hint,
+            ),
+            pg_sys::TRIGGER_EVENT_DELETE if !DROPPING.get() => refuse(
+                format!("rows of {} can only be deleted by seq_space_drop()", if is_sections { "seq_section" } else { "seq_space" }),
+                "Numbers up to each section's max_seq may have been handed out; without the rows they would be handed out again.",
+                hint,
+            ),
+            pg_sys::TRIGGER_EVENT_UPDATE if !table::is_allocating() => {
+                let (old, new) = (trigger.tg_trigtuple, trigger.tg_newtuple);
+                if is_sections {
+                    if changed(relation, old, new, c"space") || changed(relation, old, new, c"section") {
+                        refuse("a row of seq_section cannot move to another space or section".into(), "Its max_seq is its own section's.", hint);
+                    }
+                    let max = |tuple| column(relation, tuple, c"max_seq").map(|d| d.value() as i64);
+                    if let (Some(old_max), Some(new_max)) = (max(old), max(new)) {
+                        if new_max < old_max {
+                            refuse(
+                                format!("max_seq of a section cannot move back from {old_max} to {new_max}"),
+                                "Numbers up to max_seq may have been handed out already; moving it back would hand them out again.",
+                                hint,
+                            );
+                        }
+                    }
+                } else if changed(relation, old, new, c"space") || changed(relation, old, new, c"id") || changed(relation, old, new, c"section_keys") {
+                    refuse(
+                        "the name, id and section_keys of a sequence space cannot change".into(),
+                        "They decide which section, and which counter, each key has; changing them would hand numbers out again.",
+                        hint,
+                    );
+                }
+                retire_database(pg_sys::MyDatabaseId);
+            }
+            // The worker's own raise: the cache is what it raised.
+            pg_sys::TRIGGER_EVENT_UPDATE => {}
+            _ => retire_database(pg_sys::MyDatabaseId),
+        }
+        pg_sys::Datum::from(0)
+    }
+}

@@ -1,0 +1,103 @@
+//! `seq_status()`: the section cache and the section table at a glance.
+
+use std::sync::atomic::Ordering;
+
+use pgrx::pg_sys;
+use pgrx::prelude::*;
+
+use super::cache::{header, sections, SeqLock, LOADING, READY};
+use super::spaces::SECTION_TABLE;
+use crate::segment::table;
+use crate::shmem;
+
+#[pg_extern(volatile, parallel_safe)]
+/// One row: the cache's size, this database's cached sections, the server's counters, and this
+/// database's persisted sections.
+fn seq_status() -> TableIterator<
+    'static,
+    (
+        name!(cache_sections, i32),
+        name!(cached_sections, i32),
+        name!(loading_sections, i32),
+        name!(numbers_served, i64),
+        name!(loads, i64),
+        name!(raises, i64),
+        name!(evictions, i64),
+        name!(waits, i64),
+        name!(persisted_sections, i64),
+    ),
+> {
+    shmem::shared();
+    // SAFETY: this backend's database.
+    let database = unsafe { pg_sys::MyDatabaseId }.to_u32();
+    let header = header();
+    let (mut cached, mut loading, mut served) =
+        (0, 0, header.served_before.load(Ordering::Relaxed));
+    {
+        let _lock = SeqLock::shared();
+        for section in sections() {
+            let state = section.state.load(Ordering::Acquire);
+            served += section.served();
+            if section.database.load(Ordering::Acquire) == database {
+                cached += i32::from(state == READY);
+                loading += i32::from(state == LOADING);
+            }
+        }
+    }
+    let counter = |c: &std::sync::atomic::AtomicU64| c.load(Ordering::Relaxed) as i64;
+    TableIterator::new(vec![(
+        sections().len() as i32,
+        cached,
+        loading,
+        served as i64,
+        counter(&header.loads),
+        counter(&header.raises),
+        counter(&header.evictions),
+        counter(&header.waits),
+        persisted_sections(),
+    )])
+}
+
+/// Rows of this database's section table, counted without SQL: monitoring roles need no right on
+/// the table to see how many there are.
+fn persisted_sections() -> i64 {
+    let Some(oid) = table::extension_table_oid(SECTION_TABLE) else {
+        return 0;
+    };
+    // SAFETY: a heap scan of an existing table under ACCESS SHARE, with the statement's snapshot;
+    // closed before returning.
+    unsafe {
+        let relation = pg_sys::table_open(oid, pg_sys::AccessShareLock as i32);
+        let snapshot = if pg_sys::ActiveSnapshotSet() {
+            pg_sys::GetActiveSnapshot()
+        } else {
+            pg_sys::GetTransactionSnapshot()
+        };
+        let scan = pg_sys::systable_beginscan(
+            relation,
+            pg_sys::InvalidOid,
+            false,
+            snapshot,
+            0,
+            std::ptr::null_mut(),
+        );
+        let mut rows = 0;
+        while !pg_sys::systable_getnext(scan).is_null() {
+            rows += 1;
+        }
+        pg_sys::systable_endscan(scan);
+        pg_sys::table_close(relation, pg_sys::AccessShareLock as i32);
+        rows
+    }
+}
+
+pgrx::extension_sql!(
+    r#"
+COMMENT ON FUNCTION seq_status() IS
+    'Per-key sequences: sections the cache holds and this database has cached or loading, numbers served, loads, raises, evictions and waits since start, persisted sections.';
+REVOKE EXECUTE ON FUNCTION seq_status() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION seq_status() TO pg_monitor;
+"#,
+    name = "seq_status",
+    requires = [seq_status]
+);
