@@ -347,3 +347,35 @@ fn exhausted(space: &[u8], key: i64) -> ! {
         None,
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{key_of, split};
+
+    /// Claim: a text key's bigint never changes (sections persist what keys map to): FNV-1a 64
+    /// of the bytes, then SplitMix64's finaliser. The values were worked out apart from this code
+    /// (in Python, from FNV-1a's published basis and prime: FNV-1a 64 of "a" is the published
+    /// 0xaf63dc4c8601ec8c), so a change of the hash fails this test.
+    #[test]
+    fn text_keys_hash_to_fixed_values() {
+        assert_eq!(key_of(b"a"), super::super::cache::splitmix64(0xaf63_dc4c_8601_ec8c) as i64);
+        assert_eq!(key_of(b"a"), 198367012849983736_i64);
+        assert_eq!(key_of(b"alice"), -4192475849746331044_i64);
+        assert_eq!(key_of(b""), -780787492076525413_i64);
+    }
+
+    /// Claim: keys map to sections by floor division, so negative keys and bigint's ends have a
+    /// section and a place in it like any other, and neighbours share a section.
+    #[test]
+    fn keys_split_into_sections_by_floor_division() {
+        assert_eq!(split(0, 256), (0, 0));
+        assert_eq!(split(255, 256), (0, 255));
+        assert_eq!(split(256, 256), (1, 0));
+        assert_eq!(split(-1, 256), (-1, 255));
+        assert_eq!(split(-256, 256), (-1, 0));
+        assert_eq!(split(i64::MIN, 256), (i64::MIN / 256, 0));
+        assert_eq!(split(i64::MAX, 256), (i64::MAX / 256, 255));
+        assert_eq!(split(i64::MAX, 1), (i64::MAX, 0));
+        assert_eq!(split(7, 3), (2, 1));
+    }
+}

@@ -119,8 +119,8 @@ fn require_tables() -> (pg_sys::Oid, pg_sys::Oid) {
 /// Creates a space of per-key sequences. Needs INSERT on seq_space.
 fn seq_space_create(
     space: Option<TextBytes>,
-    step: default!(Option<i32>, 10000),
-    section_keys: default!(Option<i32>, 128),
+    step: default!(Option<i32>, 1000),
+    section_keys: default!(Option<i32>, 256),
     description: default!(Option<TextBytes>, "NULL"),
 ) {
     let (Some(space), Some(step), Some(section_keys)) = (space, step, section_keys) else {
