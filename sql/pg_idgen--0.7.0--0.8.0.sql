@@ -94,8 +94,8 @@ AS 'MODULE_PATHNAME', 'seq_next_text_wrapper';
 
 CREATE  FUNCTION "seq_space_create"(
 	"space" text, /* Option < TextBytes > */
-	"step" INT DEFAULT 10000, /* Option < i32 > */
-	"section_keys" INT DEFAULT 128, /* Option < i32 > */
+	"step" INT DEFAULT 1000, /* Option < i32 > */
+	"section_keys" INT DEFAULT 256, /* Option < i32 > */
 	"description" text DEFAULT NULL /* Option < TextBytes > */
 ) RETURNS void
 VOLATILE
