@@ -49,6 +49,27 @@ macro_rules! c_functions {
 }
 pub(crate) use c_functions;
 
+/// The trigger data of a call of `function`, or an ERROR (39P01) when it was not called as a
+/// trigger.
+///
+/// # Safety
+/// `fcinfo` is the call's.
+pub unsafe fn trigger_data<'a>(fcinfo: pg_sys::FunctionCallInfo, function: &str) -> &'a pg_sys::TriggerData {
+    // SAFETY: per the function's contract; the context is checked to be trigger data first.
+    unsafe {
+        let context = (*fcinfo).context;
+        if context.is_null() || (*context).type_ != pg_sys::NodeTag::T_TriggerData {
+            crate::errors::raise(
+                PgSqlErrorCode::ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED,
+                format!("{function} must be called as a trigger"),
+                None,
+                None,
+            );
+        }
+        &*(context as *const pg_sys::TriggerData)
+    }
+}
+
 /// One column of a result row: its name, its type, its value (None = NULL).
 pub struct Column {
     pub name: &'static str,

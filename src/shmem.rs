@@ -388,6 +388,30 @@ pub fn segment_lock() -> *mut pg_sys::LWLock {
     unsafe { SEGMENT_LOCK }
 }
 
+/// Holds an LWLock of pg_idgen's for its lifetime.
+pub struct LockGuard(*mut pg_sys::LWLock);
+
+impl LockGuard {
+    pub fn exclusive(lock: *mut pg_sys::LWLock) -> LockGuard {
+        // SAFETY: pg_idgen's locks live in shared memory for the life of the server.
+        unsafe { pg_sys::LWLockAcquire(lock, pg_sys::LWLockMode::LW_EXCLUSIVE) };
+        LockGuard(lock)
+    }
+
+    pub fn shared(lock: *mut pg_sys::LWLock) -> LockGuard {
+        // SAFETY: as above.
+        unsafe { pg_sys::LWLockAcquire(lock, pg_sys::LWLockMode::LW_SHARED) };
+        LockGuard(lock)
+    }
+}
+
+impl Drop for LockGuard {
+    fn drop(&mut self) {
+        // SAFETY: held since `exclusive` or `shared`.
+        unsafe { pg_sys::LWLockRelease(self.0) };
+    }
+}
+
 /// The LWLock that guards taking, evicting and raising the sections of per-key sequences.
 pub fn seq_lock() -> *mut pg_sys::LWLock {
     shared();

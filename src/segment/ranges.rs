@@ -29,11 +29,6 @@ pub enum Outcome {
     Failed(String),
 }
 
-/// How long the worker leaves a tag alone after failed allocations: doubling from 100 ms to 5 s.
-fn backoff_ms(failures: u32) -> i64 {
-    (100i64 << failures.saturating_sub(1).min(6)).min(5000)
-}
-
 /// Slots of `database` whose next range is wanted, not loaded yet, and not in a backoff.
 pub fn needs(database: pg_sys::Oid) -> Vec<Need> {
     let config = &settings::config().segments;
@@ -107,15 +102,7 @@ pub fn publish(need: &Need, outcome: &Outcome) -> bool {
             slot.want_next.store(false, Ordering::Release);
             false
         }
-        Outcome::Failed(_) => {
-            let failures = slot.failures.fetch_add(1, Ordering::Relaxed) + 1;
-            slot.retry_at_ms.store(now_ms + backoff_ms(failures), Ordering::Relaxed);
-            let warn = now_ms - slot.warned_at_ms.load(Ordering::Relaxed) >= 10_000 || failures == 1;
-            if warn {
-                slot.warned_at_ms.store(now_ms, Ordering::Relaxed);
-            }
-            warn
-        }
+        Outcome::Failed(_) => super::worker::record_failure(&slot.failures, &slot.retry_at_ms, &slot.warned_at_ms, now_ms),
     }
 }
 

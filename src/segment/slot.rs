@@ -204,27 +204,16 @@ pub fn init_slots(area: *mut u8) {
     }
 }
 
-/// Holds the segment LWLock for its lifetime.
+/// The segment LWLock (`shmem::segment_lock`), held while the returned guard lives.
 pub(super) struct SlotLock;
 
 impl SlotLock {
-    pub(super) fn exclusive() -> SlotLock {
-        // SAFETY: the lock lives in shared memory for the life of the server.
-        unsafe { pg_sys::LWLockAcquire(shmem::segment_lock(), pg_sys::LWLockMode::LW_EXCLUSIVE) };
-        SlotLock
+    pub(super) fn exclusive() -> shmem::LockGuard {
+        shmem::LockGuard::exclusive(shmem::segment_lock())
     }
 
-    pub(super) fn shared() -> SlotLock {
-        // SAFETY: as above.
-        unsafe { pg_sys::LWLockAcquire(shmem::segment_lock(), pg_sys::LWLockMode::LW_SHARED) };
-        SlotLock
-    }
-}
-
-impl Drop for SlotLock {
-    fn drop(&mut self) {
-        // SAFETY: held since `exclusive` or `shared`.
-        unsafe { pg_sys::LWLockRelease(shmem::segment_lock()) };
+    pub(super) fn shared() -> shmem::LockGuard {
+        shmem::LockGuard::shared(shmem::segment_lock())
     }
 }
 

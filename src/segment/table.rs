@@ -528,16 +528,7 @@ c_functions! {
     /// the cache of every tag whose row went or changed, and refuses to move `max_id` back, which
     /// would hand out numbers again.
     fn pg_idgen_segment_tag_changed / pg_finfo_pg_idgen_segment_tag_changed (fcinfo) {
-        let context = (*fcinfo).context;
-        if context.is_null() || (*context).type_ != pg_sys::NodeTag::T_TriggerData {
-            errors::raise(
-                PgSqlErrorCode::ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED,
-                "pg_idgen_segment_tag_changed() must be called as a trigger".into(),
-                None,
-                None,
-            );
-        }
-        let trigger = &*(context as *const pg_sys::TriggerData);
+let trigger = crate::c_function::trigger_data(fcinfo, "pg_idgen_segment_tag_changed()");
         let relation = trigger.tg_relation;
         match trigger.tg_event & pg_sys::TRIGGER_EVENT_OPMASK {
             pg_sys::TRIGGER_EVENT_TRUNCATE => retire_database(pg_sys::MyDatabaseId),

@@ -17,7 +17,7 @@
 //! not be able to plant code this superuser session runs, or make it commit asynchronously.
 
 use std::ffi::CStr;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicI64, AtomicU32, Ordering};
 use std::time::Duration;
 
 use pgrx::bgworkers::{BackgroundWorker, BackgroundWorkerBuilder, SignalWakeFlags};
@@ -65,6 +65,19 @@ static mut ALSO_SERVE: Option<fn(pg_sys::Oid) -> bool> = None;
 pub fn also_serve(round: fn(pg_sys::Oid) -> bool) {
     // SAFETY: _PG_init runs once, in the postmaster, before any worker is started.
     unsafe { ALSO_SERVE = Some(round) };
+}
+
+/// Records a failed allocation of a tag or a section (its count of failures in a row, when the
+/// worker may try it again, when it last warned) and says whether to log it: the first time,
+/// then at most every 10 s. The pause doubles from 100 ms to 5 s.
+pub fn record_failure(failures: &AtomicU32, retry_at_ms: &AtomicI64, warned_at_ms: &AtomicI64, now_ms: i64) -> bool {
+    let failures = failures.fetch_add(1, Ordering::Relaxed) + 1;
+    retry_at_ms.store(now_ms + (100i64 << failures.saturating_sub(1).min(6)).min(5000), Ordering::Relaxed);
+    let warn = now_ms - warned_at_ms.load(Ordering::Relaxed) >= 10_000 || failures == 1;
+    if warn {
+        warned_at_ms.store(now_ms, Ordering::Relaxed);
+    }
+    warn
 }
 
 /// Registers the worker. Called from `_PG_init` while preloading.

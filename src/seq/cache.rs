@@ -281,26 +281,15 @@ pub fn retire_database(database: pg_sys::Oid) {
     unsafe { pg_sys::ConditionVariableBroadcast(shmem::shared().segment_loaded()) };
 }
 
-/// Holds the sections' LWLock for its lifetime.
+/// The sections' LWLock (`shmem::seq_lock`), held while the returned guard lives.
 pub(super) struct SeqLock;
 
 impl SeqLock {
-    pub(super) fn exclusive() -> SeqLock {
-        // SAFETY: the lock lives in shared memory for the life of the server.
-        unsafe { pg_sys::LWLockAcquire(shmem::seq_lock(), pg_sys::LWLockMode::LW_EXCLUSIVE) };
-        SeqLock
+    pub(super) fn exclusive() -> shmem::LockGuard {
+        shmem::LockGuard::exclusive(shmem::seq_lock())
     }
 
-    pub(super) fn shared() -> SeqLock {
-        // SAFETY: as above.
-        unsafe { pg_sys::LWLockAcquire(shmem::seq_lock(), pg_sys::LWLockMode::LW_SHARED) };
-        SeqLock
-    }
-}
-
-impl Drop for SeqLock {
-    fn drop(&mut self) {
-        // SAFETY: held since `exclusive` or `shared`.
-        unsafe { pg_sys::LWLockRelease(shmem::seq_lock()) };
+    pub(super) fn shared() -> shmem::LockGuard {
+        shmem::LockGuard::shared(shmem::seq_lock())
     }
 }

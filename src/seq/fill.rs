@@ -45,11 +45,7 @@ unsafe fn attribute(desc: pg_sys::TupleDesc, name: &CStr, relation: &str) -> i32
 c_functions! {
     /// The trigger: numbers the row's number column from its key column when it is NULL.
     fn seq_fill / pg_finfo_seq_fill (fcinfo) {
-        let context = (*fcinfo).context;
-        if context.is_null() || (*context).type_ != pg_sys::NodeTag::T_TriggerData {
-            usage_error("seq_fill() must be called as a trigger".into());
-        }
-        let trigger = &*(context as *const pg_sys::TriggerData);
+        let trigger = crate::c_function::trigger_data(fcinfo, "seq_fill()");
         let event = trigger.tg_event;
         if event & pg_sys::TRIGGER_EVENT_TIMINGMASK != pg_sys::TRIGGER_EVENT_BEFORE
             || event & pg_sys::TRIGGER_EVENT_ROW == 0

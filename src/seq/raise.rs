@@ -198,11 +198,6 @@ fn raise_row(spaces: pg_sys::Oid, sections: pg_sys::Oid, need: &Need) -> Result<
     }
 }
 
-/// How long the worker leaves a section alone after failed raises: doubling from 100 ms to 5 s.
-fn backoff_ms(failures: u32) -> i64 {
-    (100i64 << failures.saturating_sub(1).min(6)).min(5000)
-}
-
 /// Sections of `database` to load or raise now, not in a backoff.
 pub fn needs(database: pg_sys::Oid) -> Vec<Need> {
     let now_ms = clock::monotonic_millis();
@@ -279,18 +274,7 @@ pub fn publish(need: &Need, outcome: &Outcome) -> bool {
             section.change(|| section.state.store(DROPPED, Ordering::Release));
             false
         }
-        Outcome::Failed(_) => {
-            let failures = section.failures.fetch_add(1, Ordering::Relaxed) + 1;
-            section
-                .retry_at_ms
-                .store(now_ms + backoff_ms(failures), Ordering::Relaxed);
-            let warn =
-                now_ms - section.warned_at_ms.load(Ordering::Relaxed) >= 10_000 || failures == 1;
-            if warn {
-                section.warned_at_ms.store(now_ms, Ordering::Relaxed);
-            }
-            warn
-        }
+        Outcome::Failed(_) => worker::record_failure(&section.failures, &section.retry_at_ms, &section.warned_at_ms, now_ms),
     }
 }
 

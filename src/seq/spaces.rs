@@ -171,25 +171,10 @@ fn seq_space_create(
         section_keys.into(),
         description,
     ];
-    let inserted = table::run_on_tables(
-        &[("{spaces}", spaces)],
-        "INSERT INTO {spaces} (space, step, section_keys, description) VALUES ($1, $2, $3, $4)",
-        |sql| {
-            PgTryBuilder::new(|| Spi::run_with_args(sql, &args).map(|_| true))
-                .catch_when(PgSqlErrorCode::ERRCODE_UNIQUE_VIOLATION, |_| Ok(false))
-                .execute()
-        },
-    )
-    .unwrap_or_else(|message| {
-        errors::raise(
-            PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
-            message,
-            None,
-            None,
-        )
-    })
-    .unwrap_or_else(|e| panic!("{e}"));
-    if !inserted {
+    // Why look first: a unique violation caught in the INSERT would leave the transaction
+    // aborted. Two sessions creating the same space at once: the second gets 23505.
+    let deadline_ms = crate::clock::monotonic_millis() + crate::settings::config().segments.wait_timeout_ms as i64;
+    if space_row(space, deadline_ms).is_some() {
         errors::raise(
             PgSqlErrorCode::ERRCODE_DUPLICATE_OBJECT,
             format!("sequence space \"{}\" already exists", display(space)),
@@ -197,6 +182,19 @@ fn seq_space_create(
             Some("Drop it first with seq_space_drop(space): its keys then start again at 1."),
         )
     }
+    run_or_raise(
+        &[("{spaces}", spaces)],
+        "INSERT INTO {spaces} (space, step, section_keys, description) VALUES ($1, $2, $3, $4)",
+        |sql| Spi::run_with_args(sql, &args),
+    );
+}
+
+/// Runs pg_idgen's statement on its tables (`table::run_on_tables`) with the caller's rights;
+/// an error (a table gone, the statement refused) is raised.
+fn run_or_raise<T>(tables: &[(&str, pg_sys::Oid)], statement: &str, run: impl FnOnce(&str) -> Result<T, pgrx::spi::SpiError>) -> T {
+    table::run_on_tables(tables, statement, run)
+        .unwrap_or_else(|message| errors::raise(PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE, message, None, None))
+        .unwrap_or_else(|e| panic!("{e}"))
 }
 
 std::thread_local! {
@@ -228,30 +226,18 @@ fn seq_space_drop(space: Option<TextBytes>) {
     let _reset = Reset;
     // The space's row first: its lock keeps the worker from raising (and inserting) sections of
     // it until this transaction ends.
-    let deleted = table::run_on_tables(
-        &[("{spaces}", spaces), ("{sections}", sections)],
+    let deleted = run_or_raise(
+        &[("{spaces}", spaces)],
         "WITH gone AS (DELETE FROM ONLY {spaces} WHERE space OPERATOR(pg_catalog.=) $1 RETURNING space)
          SELECT pg_catalog.count(*) OPERATOR(pg_catalog.>) 0 FROM gone",
         |sql| Spi::get_one_with_args::<bool>(sql, &[table::text_arg(space.0)]),
-    )
-    .unwrap_or_else(|message| errors::raise(PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE, message, None, None));
-    if !matches!(deleted, Ok(Some(true))) {
+    );
+    if deleted != Some(true) {
         unknown_space(space.0, "It is not in seq_space.");
     }
-    table::run_on_tables(
-        &[("{sections}", sections)],
-        "DELETE FROM ONLY {sections} WHERE space OPERATOR(pg_catalog.=) $1",
-        |sql| Spi::run_with_args(sql, &[table::text_arg(space.0)]),
-    )
-    .unwrap_or_else(|message| {
-        errors::raise(
-            PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
-            message,
-            None,
-            None,
-        )
-    })
-    .unwrap_or_else(|e| panic!("{e}"));
+    run_or_raise(&[("{sections}", sections)], "DELETE FROM ONLY {sections} WHERE space OPERATOR(pg_catalog.=) $1", |sql| {
+        Spi::run_with_args(sql, &[table::text_arg(space.0)])
+    });
     // SAFETY: this backend's database.
     retire_database(unsafe { pg_sys::MyDatabaseId });
 }
@@ -331,16 +317,7 @@ c_functions! {
     /// TRUNCATE): retires the database's cached sections when rows change or go, and refuses what
     /// would hand numbers out again.
     fn pg_idgen_seq_changed / pg_finfo_pg_idgen_seq_changed (fcinfo) {
-        let context = (*fcinfo).context;
-        if context.is_null() || (*context).type_ != pg_sys::NodeTag::T_TriggerData {
-            errors::raise(
-                PgSqlErrorCode::ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED,
-                "pg_idgen_seq_changed() must be called as a trigger".into(),
-                None,
-                None,
-            );
-        }
-        let trigger = &*(context as *const pg_sys::TriggerData);
+        let trigger = crate::c_function::trigger_data(fcinfo, "pg_idgen_seq_changed()");
         let relation = trigger.tg_relation;
         let is_sections = CStr::from_ptr(pg_sys::get_rel_name((*relation).rd_id)) == SECTION_TABLE;
         let hint = "To number a space's keys from 1 again, drop it and create it anew (seq_space_drop, seq_space_create).";
