@@ -57,15 +57,15 @@ CREATE  FUNCTION "seq_current"(
 	"space" text, /* TextBytes */
 	"key" bigint /* i64 */
 ) RETURNS bigint /* i64 */
-STRICT VOLATILE PARALLEL SAFE 
+STRICT VOLATILE PARALLEL SAFE
 LANGUAGE c /* Rust */
 AS 'MODULE_PATHNAME', 'seq_current_wrapper';
 
-CREATE  FUNCTION "seq_current"(
+CREATE  FUNCTION "seq_current_text"(
 	"space" text, /* TextBytes */
 	"key" text /* TextBytes */
 ) RETURNS bigint /* i64 */
-STRICT VOLATILE PARALLEL SAFE 
+STRICT VOLATILE PARALLEL SAFE
 LANGUAGE c /* Rust */
 AS 'MODULE_PATHNAME', 'seq_current_text_wrapper';
 
@@ -80,15 +80,15 @@ CREATE  FUNCTION "seq_next"(
 	"space" text, /* TextBytes */
 	"key" bigint /* i64 */
 ) RETURNS bigint /* i64 */
-STRICT VOLATILE PARALLEL SAFE 
+STRICT VOLATILE PARALLEL SAFE
 LANGUAGE c /* Rust */
 AS 'MODULE_PATHNAME', 'seq_next_wrapper';
 
-CREATE  FUNCTION "seq_next"(
+CREATE  FUNCTION "seq_next_text"(
 	"space" text, /* TextBytes */
 	"key" text /* TextBytes */
 ) RETURNS bigint /* i64 */
-STRICT VOLATILE PARALLEL SAFE 
+STRICT VOLATILE PARALLEL SAFE
 LANGUAGE c /* Rust */
 AS 'MODULE_PATHNAME', 'seq_next_text_wrapper';
 
@@ -128,17 +128,21 @@ CREATE FUNCTION seq_fill() RETURNS trigger
     AS 'MODULE_PATHNAME', 'seq_fill' LANGUAGE C;
 COMMENT ON FUNCTION seq_fill() IS
     'Trigger: BEFORE INSERT FOR EACH ROW EXECUTE FUNCTION seq_fill(space, key_column, number_column) sets a NULL number column to seq_next(space, key).';
+-- As seq_next(): only roles granted it may create such a trigger.
+REVOKE EXECUTE ON FUNCTION seq_fill() FROM PUBLIC;
 
 COMMENT ON FUNCTION seq_next(text, bigint) IS
     'Next number of a key in a space of per-key sequences: strictly above every number handed out for the key before; a new key starts at 1.';
-COMMENT ON FUNCTION seq_next(text, text) IS
+COMMENT ON FUNCTION seq_next_text(text, text) IS
     'Next number of a text key (seq_key(key)) in a space of per-key sequences.';
 COMMENT ON FUNCTION seq_current(text, bigint) IS
     'A number at least every number handed out for the key so far, and below its next one; no increment.';
-COMMENT ON FUNCTION seq_current(text, text) IS
+COMMENT ON FUNCTION seq_current_text(text, text) IS
     'seq_current() of a text key (seq_key(key)).';
 COMMENT ON FUNCTION seq_key(text) IS
     'The bigint key of a text key: FNV-1a 64 of its bytes, mixed by SplitMix64''s finaliser; stable across versions and servers.';
+-- Each new section a call touches is a row the worker writes: only roles granted it may number.
+REVOKE EXECUTE ON FUNCTION seq_next(text, bigint), seq_next_text(text, text), seq_current(text, bigint), seq_current_text(text, text) FROM PUBLIC;
 
 COMMENT ON FUNCTION seq_space_create(text, int, int, text) IS
     'Creates a space of per-key sequences: step is how far a section is raised at least, section_keys how many neighbouring keys share one.';

@@ -52,7 +52,7 @@ pub extern "C-unwind" fn _PG_init() {
         });
         mark::register_wal_resource_manager();
         segment::table::install_drop_hook();
-        segment::table::also_retire(seq::retire_database);
+        segment::table::also_retire(seq::retire_database, seq::CACHED_TABLES);
         segment::worker::also_serve(seq::serve_round);
         // Why no workers under pg_upgrade: no ids are made then, and a worker connected to a
         // database would keep pg_upgrade from creating it anew.

@@ -56,7 +56,9 @@ fn allocate_in_transaction(need: &Need) -> Outcome {
             return Outcome::NoTag; // the extension is gone from this database
         };
         match allocate_row(table, &need.tag, need.step as i64, true) {
-            Err(message) => Outcome::Failed(message),
+            // Raised, not returned: the transaction must not commit a row it found wrong (the
+            // catch in `allocate` rolls it back and reports the message).
+            Err(message) => pgrx::error!("{message}"),
             Ok(row) => outcome_of(row),
         }
     });

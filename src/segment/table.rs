@@ -185,11 +185,11 @@ pub fn qualified_name(table: pg_sys::Oid) -> Result<String, String> {
         let schema = pg_sys::get_namespace_name(pg_sys::get_rel_namespace(table));
         let name = pg_sys::get_rel_name(table);
         if schema.is_null() || name.is_null() {
-            return Err("the tag table was dropped".into());
+            return Err("pg_idgen's table was dropped".into());
         }
         let quoted = CStr::from_ptr(pg_sys::quote_qualified_identifier(schema, name));
         quoted.to_str().map(str::to_string).map_err(|_| {
-            format!("the tag table's name {} is not UTF-8 text, which pg_idgen's SQL cannot name", display(quoted.to_bytes()))
+            format!("pg_idgen's table name {} is not UTF-8 text, which pg_idgen's SQL cannot name", display(quoted.to_bytes()))
         })
     }
 }
@@ -324,14 +324,33 @@ pub fn run_on_tables<T>(tables: &[(&str, pg_sys::Oid)], statement: &str, run: im
             GUARDED.with(|g| *g.borrow_mut() = self.0.take());
         }
     }
-    let mut sql = statement.to_string();
-    for (placeholder, table) in tables {
-        sql = sql.replace(placeholder, &qualified_name(*table)?);
-    }
+    let names = tables.iter().map(|(placeholder, table)| Ok((*placeholder, qualified_name(*table)?))).collect::<Result<Vec<_>, String>>()?;
+    let sql = fill_placeholders(statement, &names);
     let text = std::ffi::CString::new(sql.clone()).map_err(|_| "the statement holds a NUL byte".to_string())?;
     let oids = tables.iter().map(|(_, table)| *table).collect();
     let _restore = Restore(GUARDED.with(|g| g.borrow_mut().replace((oids, text))));
     Ok(with_catalog_search_path(|| run(&sql)))
+}
+
+/// The statement with each placeholder replaced by its name, in one pass over the statement: a
+/// name that holds another placeholder's text (a schema may be called "{table}") stays as it is.
+fn fill_placeholders(statement: &str, names: &[(&str, String)]) -> String {
+    let mut sql = String::with_capacity(statement.len() + 64);
+    let mut rest = statement;
+    while !rest.is_empty() {
+        match names.iter().find(|(placeholder, _)| rest.starts_with(placeholder)) {
+            Some((placeholder, name)) => {
+                sql.push_str(name);
+                rest = &rest[placeholder.len()..];
+            }
+            None => {
+                let c = rest.chars().next().expect("not empty");
+                sql.push(c);
+                rest = &rest[c.len_utf8()..];
+            }
+        }
+    }
+    sql
 }
 
 static mut PREVIOUS_POST_PARSE_ANALYZE_HOOK: pg_sys::post_parse_analyze_hook_type = None;
@@ -569,25 +588,30 @@ let trigger = crate::c_function::trigger_data(fcinfo, "pg_idgen_segment_tag_chan
 
 static mut PREVIOUS_OBJECT_ACCESS_HOOK: pg_sys::object_access_hook_type = None;
 /// What else caches rows of a database's pg_idgen tables (the per-key sequences), retired with
-/// the segment slots. Set in `_PG_init`; a function, so that this module need not name its owner.
-static mut ALSO_RETIRE: Option<fn(pg_sys::Oid)> = None;
-/// The tables whose drop retires a database's caches: every table pg_idgen caches rows of.
-const CACHED_TABLES: [&CStr; 3] = [TAG_TABLE, c"seq_space", c"seq_section"];
+/// the segment slots, and the tables it caches rows of. Set in `_PG_init`; a function and names,
+/// so that this module need not name their owner.
+static mut ALSO_RETIRE: Option<(fn(pg_sys::Oid), &'static [&'static CStr])> = None;
 
 /// Retires every cache of a database's rows: the segment slots, and what `also_retire` named.
 pub fn retire_caches_of(database: pg_sys::Oid) {
     retire_database(database);
     // SAFETY: set once in _PG_init, before any backend exists; read only after.
-    if let Some(retire) = unsafe { ALSO_RETIRE } {
+    if let Some((retire, _)) = unsafe { ALSO_RETIRE } {
         retire(database);
     }
 }
 
-/// Names another cache to retire with the segment slots when a database or pg_idgen's tables go.
-/// Called from `_PG_init`.
-pub fn also_retire(retire: fn(pg_sys::Oid)) {
+/// Names another cache to retire with the segment slots when a database goes, or the tag table
+/// or one of `tables` (of extension pg_idgen) is dropped. Called from `_PG_init`.
+pub fn also_retire(retire: fn(pg_sys::Oid), tables: &'static [&'static CStr]) {
     // SAFETY: _PG_init runs once per process, before any hook runs.
-    unsafe { ALSO_RETIRE = Some(retire) };
+    unsafe { ALSO_RETIRE = Some((retire, tables)) };
+}
+
+/// Whether pg_idgen caches rows of the table of this name (if it is the extension's).
+fn is_cached_table(name: &CStr) -> bool {
+    // SAFETY: set once in _PG_init; read only after.
+    name == TAG_TABLE || unsafe { ALSO_RETIRE }.is_some_and(|(_, tables)| tables.contains(&name))
 }
 
 /// Installs the hook that notices the tag table being dropped (DROP TABLE, DROP EXTENSION, DROP
@@ -638,7 +662,7 @@ unsafe extern "C-unwind" fn on_object_access(
             return;
         }
         let name = pg_sys::get_rel_name(object_id);
-        if name.is_null() || !CACHED_TABLES.contains(&CStr::from_ptr(name)) {
+        if name.is_null() || !is_cached_table(CStr::from_ptr(name)) {
             return;
         }
         let ours = pg_sys::get_extension_oid(c"pg_idgen".as_ptr(), true);
@@ -702,6 +726,13 @@ mod tests {
         let _ = super::run_on_tag_table(table, "SELECT count(*) FROM guard_b.segment_tag /* {table} */", |sql| {
             Spi::get_one::<i64>(sql)
         });
+    }
+
+    /// A schema named like a placeholder is not substituted again.
+    #[pg_test]
+    fn placeholders_are_filled_in_one_pass() {
+        let names = [("{a}", "\"x{b}\".t".to_string()), ("{b}", "s.u".to_string())];
+        assert_eq!(super::fill_placeholders("SELECT {a}, {b} FROM é{a}", &names), "SELECT \"x{b}\".t, s.u FROM é\"x{b}\".t");
     }
 
     #[pg_test]

@@ -1,7 +1,7 @@
 //! The section cache in shared memory: sections, the sets they live in, taking and retiring them.
 //! The protocol is stated once, in `seq` (mod.rs).
 
-use std::sync::atomic::{fence, AtomicBool, AtomicI64, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{fence, AtomicBool, AtomicI64, AtomicU32, AtomicU64, AtomicU8, Ordering};
 
 use pgrx::pg_sys;
 
@@ -19,14 +19,19 @@ pub(super) const READY: u32 = 2;
 /// The worker found no space for it (dropped meanwhile): calls get 42704.
 pub(super) const DROPPED: u32 = 3;
 
-/// Which section a cache entry holds. Why the section size too: a backend that still knows a
-/// space by an older definition (an extension created anew gives ids again from 1) maps keys to
-/// sections its own way, and must not find the sections of the new one.
+/// Space names are 1 to 63 bytes, as segment tags.
+pub const MAX_SPACE_LEN: usize = 63;
+
+/// Which section a cache entry holds. Why the name's hash and the section size besides the id:
+/// ids can be given again (an extension created anew starts them from 1; a table owner can
+/// insert one), and a backend that still knows a space by an older row maps keys to sections its
+/// own way: it must never find the sections of another space, or of another definition.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub struct SectionId {
     pub database: u32,
     pub space_id: u32,
     pub section_keys: u32,
+    pub space_hash: u64,
     pub section: i64,
 }
 
@@ -39,6 +44,7 @@ pub struct Section {
     pub(super) database: AtomicU32,
     pub(super) space_id: AtomicU32,
     pub(super) section_keys: AtomicU32,
+    pub(super) space_hash: AtomicU64,
     pub(super) section: AtomicI64,
     /// Every number up to `limit` is below the section's persisted `max_seq`: calls hand them out.
     pub(super) limit: AtomicI64,
@@ -58,6 +64,9 @@ pub struct Section {
     pub(super) failures: AtomicU32,
     pub(super) retry_at_ms: AtomicI64,
     pub(super) warned_at_ms: AtomicI64,
+    /// The space's name, for the worker (which raises the row of this name, id and size only).
+    pub(super) space_len: AtomicU32,
+    pub(super) space: [AtomicU8; MAX_SPACE_LEN],
     /// The last number taken for each key of the section (one past `limit` while a call waits).
     pub(super) keys: [AtomicI64; MAX_SECTION_KEYS],
 }
@@ -75,6 +84,7 @@ impl Section {
             database: self.database.load(Ordering::Relaxed),
             space_id: self.space_id.load(Ordering::Relaxed),
             section_keys: self.section_keys.load(Ordering::Relaxed),
+            space_hash: self.space_hash.load(Ordering::Relaxed),
             section: self.section.load(Ordering::Relaxed),
         };
         fence(Ordering::Acquire);
@@ -90,6 +100,12 @@ impl Section {
         self.version.fetch_add(1, Ordering::Release);
     }
 
+    /// The space's name as the section was taken for it.
+    pub(super) fn space(&self) -> Vec<u8> {
+        let len = (self.space_len.load(Ordering::Acquire) as usize).min(MAX_SPACE_LEN);
+        self.space[..len].iter().map(|b| b.load(Ordering::Relaxed)).collect()
+    }
+
     /// Numbers handed out (or taken by waiting calls) since the section was loaded.
     pub(super) fn served(&self) -> u64 {
         if self.state.load(Ordering::Acquire) != READY {
@@ -100,6 +116,16 @@ impl Section {
             .iter()
             .map(|k| k.load(Ordering::Relaxed).saturating_sub(base).max(0) as u64)
             .sum()
+    }
+
+    /// Marks the section as to be loaded by the worker (in `change`).
+    fn load(&self) {
+        self.limit.store(-1, Ordering::Relaxed);
+        self.raise.store(0, Ordering::Relaxed);
+        self.failures.store(0, Ordering::Relaxed);
+        self.retry_at_ms.store(0, Ordering::Relaxed);
+        self.want_raise.store(true, Ordering::Release);
+        self.state.store(LOADING, Ordering::Release);
     }
 
     /// Records that a call used the section now (a write only when the use clock moved on).
@@ -164,11 +190,20 @@ pub(super) fn sections() -> &'static [Section] {
 pub(super) fn set_of(id: SectionId) -> &'static [Section] {
     let all = sections();
     let sets = (all.len() / WAYS).max(1);
-    let mut h = (u64::from(id.database) << 32 | u64::from(id.space_id))
-        ^ (id.section as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    h = splitmix64(h);
+    let h = splitmix64((u64::from(id.database) << 32 | u64::from(id.space_id)) ^ id.space_hash ^ (id.section as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
     let set = (h % sets as u64) as usize;
     &all[set * all.len() / sets..(set + 1) * all.len() / sets]
+}
+
+/// FNV-1a 64 of the bytes, then SplitMix64's finaliser (FNV alone leaves neighbouring texts'
+/// high bits alike): text keys (`seq_key`) and space names. Fixed forever: text keys are persisted
+/// as the sections they map to.
+pub fn hash_bytes(bytes: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in bytes {
+        h = (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    splitmix64(h)
 }
 
 /// SplitMix64's finaliser: spreads every input bit over the output.
@@ -190,70 +225,56 @@ pub(super) fn find(id: SectionId) -> Option<(&'static Section, u64)> {
 }
 
 /// Finds section `id`, or takes the least recently used section of its set for it (LOADING: the
-/// worker is to load it). Returns it and its version.
-pub(super) fn find_or_take(id: SectionId) -> (&'static Section, u64) {
+/// worker is to load it). Returns it and its version; None when every section of the set is
+/// being loaded: evicting one of those would only make its caller take another, and calls could
+/// chase each other out of the set without end (the caller waits for a load to end instead).
+pub(super) fn find_or_take(id: SectionId, space: &[u8]) -> Option<(&'static Section, u64)> {
     let _lock = SeqLock::exclusive();
     if let Some(found) = find(id) {
-        return found;
+        return Some(found);
     }
     let header = header();
     let now = header.use_clock.fetch_add(1, Ordering::Relaxed) + 1;
-    // A free or dropped section first, then the least recently used; one being loaded last.
+    // A free or dropped section first, then the least recently used.
     let victim = set_of(id)
         .iter()
+        .filter(|s| s.state.load(Ordering::Acquire) != LOADING)
         .min_by_key(|s| match s.state.load(Ordering::Acquire) {
             FREE | DROPPED => (0, 0),
-            LOADING => (2, s.last_used.load(Ordering::Relaxed)),
             _ => (1, s.last_used.load(Ordering::Relaxed)),
-        })
-        .expect("a set holds at least one section");
+        })?;
     if victim.state.load(Ordering::Acquire) == READY {
         header.evictions.fetch_add(1, Ordering::Relaxed);
-        header
-            .served_before
-            .fetch_add(victim.served(), Ordering::Relaxed);
+        header.served_before.fetch_add(victim.served(), Ordering::Relaxed);
     }
     victim.change(|| {
         victim.database.store(id.database, Ordering::Relaxed);
         victim.space_id.store(id.space_id, Ordering::Relaxed);
-        victim
-            .section_keys
-            .store(id.section_keys, Ordering::Relaxed);
+        victim.section_keys.store(id.section_keys, Ordering::Relaxed);
+        victim.space_hash.store(id.space_hash, Ordering::Relaxed);
         victim.section.store(id.section, Ordering::Relaxed);
-        victim.limit.store(-1, Ordering::Relaxed);
-        victim.raise.store(0, Ordering::Relaxed);
-        victim.failures.store(0, Ordering::Relaxed);
-        victim.retry_at_ms.store(0, Ordering::Relaxed);
+        for (cell, &byte) in victim.space.iter().zip(space) {
+            cell.store(byte, Ordering::Relaxed);
+        }
+        victim.space_len.store(space.len().min(MAX_SPACE_LEN) as u32, Ordering::Relaxed);
         victim.last_used.store(now, Ordering::Relaxed);
-        victim.want_raise.store(true, Ordering::Release);
-        victim.state.store(LOADING, Ordering::Release);
+        victim.load();
     });
-    (victim, victim.version.load(Ordering::Acquire))
+    Some((victim, victim.version.load(Ordering::Acquire)))
 }
 
 /// Takes a section the worker found no space for (DROPPED) again for `id`: the space may have
-/// been committed since. Returns the section holding `id` and its version.
-pub(super) fn retake(
-    section: &'static Section,
-    version: u64,
-    id: SectionId,
-) -> (&'static Section, u64) {
+/// been committed since. Returns the section holding `id` and its version, or None as
+/// `find_or_take`.
+pub(super) fn retake(section: &'static Section, version: u64, id: SectionId, space: &[u8]) -> Option<(&'static Section, u64)> {
     {
         let _lock = SeqLock::exclusive();
-        if section.version.load(Ordering::Acquire) == version
-            && section.state.load(Ordering::Acquire) == DROPPED
-        {
-            section.change(|| {
-                section.limit.store(-1, Ordering::Relaxed);
-                section.failures.store(0, Ordering::Relaxed);
-                section.retry_at_ms.store(0, Ordering::Relaxed);
-                section.want_raise.store(true, Ordering::Release);
-                section.state.store(LOADING, Ordering::Release);
-            });
-            return (section, section.version.load(Ordering::Acquire));
+        if section.version.load(Ordering::Acquire) == version && section.state.load(Ordering::Acquire) == DROPPED {
+            section.change(|| section.load());
+            return Some((section, section.version.load(Ordering::Acquire)));
         }
     }
-    find_or_take(id)
+    find_or_take(id, space)
 }
 
 /// Retires every cached section of a database: its next call loads it again, from the table.

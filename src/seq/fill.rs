@@ -8,7 +8,8 @@ use std::ffi::CStr;
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 
-use super::next::{key_of, next};
+use super::cache::hash_bytes;
+use super::next::next;
 use crate::c_function::c_functions;
 use crate::errors;
 
@@ -21,25 +22,28 @@ fn usage_error(message: String) -> ! {
     )
 }
 
-/// The attribute number of a column named by a trigger argument.
+/// The attribute number of a column named by a trigger argument. A generated column is refused:
+/// its key is computed after BEFORE triggers run, and its number would be computed over ours.
 ///
 /// # Safety
 /// `desc` is the trigger relation's descriptor.
 unsafe fn attribute(desc: pg_sys::TupleDesc, name: &CStr, relation: &str) -> i32 {
-    // SAFETY: per the function's contract.
-    let attnum = unsafe { pg_sys::SPI_fnumber(desc, name.as_ptr()) };
-    if attnum <= 0 {
-        errors::raise(
-            PgSqlErrorCode::ERRCODE_UNDEFINED_COLUMN,
-            format!(
-                "seq_fill: column \"{}\" of relation \"{relation}\" does not exist",
-                name.to_string_lossy()
-            ),
-            None,
-            None,
-        )
+    // SAFETY: per the function's contract; the attribute is looked up by SPI_fnumber first.
+    unsafe {
+        let attnum = pg_sys::SPI_fnumber(desc, name.as_ptr());
+        if attnum <= 0 {
+            errors::raise(
+                PgSqlErrorCode::ERRCODE_UNDEFINED_COLUMN,
+                format!("seq_fill: column \"{}\" of relation \"{relation}\" does not exist", name.to_string_lossy()),
+                None,
+                None,
+            )
+        }
+        if (*(*desc).attrs.as_ptr().add(attnum as usize - 1)).attgenerated != 0 {
+            usage_error(format!("seq_fill: column \"{}\" of relation \"{relation}\" is a generated column", name.to_string_lossy()));
+        }
+        attnum
     }
-    attnum
 }
 
 c_functions! {
@@ -79,11 +83,14 @@ c_functions! {
                 None,
             );
         }
-        let key = match pg_sys::SPI_gettypeid(desc, key_attnum) {
+        // A domain over a key type is read as its base type (its constraints held on insert).
+        let key = match pg_sys::getBaseType(pg_sys::SPI_gettypeid(desc, key_attnum)) {
             pg_sys::INT2OID => i64::from(i16::from_datum(key_datum, false).unwrap_or_default()),
             pg_sys::INT4OID => i64::from(i32::from_datum(key_datum, false).unwrap_or_default()),
             pg_sys::INT8OID => i64::from_datum(key_datum, false).unwrap_or_default(),
-            pg_sys::TEXTOID | pg_sys::VARCHAROID => key_of(<&[u8]>::from_polymorphic_datum(key_datum, false, pg_sys::TEXTOID).unwrap_or_default()),
+            pg_sys::TEXTOID | pg_sys::VARCHAROID => {
+                hash_bytes(<&[u8]>::from_polymorphic_datum(key_datum, false, pg_sys::TEXTOID).unwrap_or_default()) as i64
+            }
             _ => errors::raise(
                 PgSqlErrorCode::ERRCODE_DATATYPE_MISMATCH,
                 format!("seq_fill: key column \"{}\" of relation \"{relation_name}\" must be smallint, integer, bigint, text or varchar", key_column.to_string_lossy()),
@@ -96,7 +103,8 @@ c_functions! {
             errors::raise(
                 PgSqlErrorCode::ERRCODE_DATATYPE_MISMATCH,
                 format!("seq_fill: number column \"{}\" of relation \"{relation_name}\" must be bigint or integer", number_column.to_string_lossy()),
-                None,
+                // Why not a domain: a value a BEFORE trigger sets is not checked against it.
+                Some("Not a domain over them either: the value the trigger sets would not be checked against its constraints.".into()),
                 None,
             );
         }
@@ -128,6 +136,8 @@ CREATE FUNCTION seq_fill() RETURNS trigger
     AS 'MODULE_PATHNAME', 'seq_fill' LANGUAGE C;
 COMMENT ON FUNCTION seq_fill() IS
     'Trigger: BEFORE INSERT FOR EACH ROW EXECUTE FUNCTION seq_fill(space, key_column, number_column) sets a NULL number column to seq_next(space, key).';
+-- As seq_next(): only roles granted it may create such a trigger.
+REVOKE EXECUTE ON FUNCTION seq_fill() FROM PUBLIC;
 "#,
     name = "seq_fill"
 );

@@ -57,4 +57,5 @@ mod spaces;
 mod status;
 
 pub use cache::{cache_size, retire_database};
+pub use spaces::CACHED_TABLES;
 pub use raise::serve_round;

@@ -9,83 +9,71 @@ use std::sync::atomic::{fence, Ordering};
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 
-use super::cache::{self, header, Section, SectionId, DROPPED, LOADING, READY};
+use super::cache::{self, hash_bytes, header, Section, SectionId, DROPPED, LOADING, READY};
 use super::spaces::{check_space_name, space_row, unknown_space, Space};
 use crate::segment::table::{display, TextBytes};
 use crate::segment::worker;
 use crate::{clock, errors, settings, shmem};
 
 thread_local! {
-    /// This backend's spaces, by name: the id and section size its last lookup found. A stale
-    /// entry only costs a miss (a space created anew has another id: nothing is cached for the
-    /// old one), after which the row is read again.
+    /// This backend's spaces, by name, as its last lookup found them. A stale entry only costs a
+    /// miss (`SectionId` carries the name's hash and the section size besides the id, so the
+    /// sections of another space are never found with it), after which the row is read again.
     static SPACES: RefCell<HashMap<Vec<u8>, Space>> = RefCell::new(HashMap::new());
     /// The last space used, checked first: comparing bytes is cheaper than hashing them.
     static LAST: RefCell<Option<(Vec<u8>, Space)>> = const { RefCell::new(None) };
 }
 
-#[pg_extern(volatile, parallel_safe, name = "seq_next")]
+#[pg_extern(volatile, parallel_safe)]
 /// The next number of `key` in `space`: strictly above every number handed out for it before.
 fn seq_next(space: TextBytes, key: i64) -> i64 {
     next(space.0, key)
 }
 
-#[pg_extern(volatile, parallel_safe, name = "seq_next")]
-/// The next number of a text key: the key is `seq_key(key)`.
+#[pg_extern(volatile, parallel_safe)]
+/// The next number of a text key, `seq_key(key)`. Why a name of its own and not an overload:
+/// `seq_next('s', '5')` and a parameter sent untyped would resolve to the text form, and key 5
+/// would get a second counter.
 fn seq_next_text(space: TextBytes, key: TextBytes) -> i64 {
-    next(space.0, key_of(key.0))
+    next(space.0, seq_key(key))
 }
 
-#[pg_extern(volatile, parallel_safe, name = "seq_current")]
+#[pg_extern(volatile, parallel_safe)]
 /// A number at least every number handed out for `key` so far, and below the next one.
 fn seq_current(space: TextBytes, key: i64) -> i64 {
     current(space.0, key)
 }
 
-#[pg_extern(volatile, parallel_safe, name = "seq_current")]
-/// `seq_current()` of a text key.
+#[pg_extern(volatile, parallel_safe)]
+/// `seq_current()` of a text key, `seq_key(key)`.
 fn seq_current_text(space: TextBytes, key: TextBytes) -> i64 {
-    current(space.0, key_of(key.0))
+    current(space.0, seq_key(key))
 }
 
 #[pg_extern(immutable, parallel_safe)]
 /// The bigint key a text key stands for: a stable 64-bit hash of its bytes.
 fn seq_key(key: TextBytes) -> i64 {
-    key_of(key.0)
+    hash_bytes(key.0) as i64
 }
 
 pgrx::extension_sql!(
     r#"
 COMMENT ON FUNCTION seq_next(text, bigint) IS
     'Next number of a key in a space of per-key sequences: strictly above every number handed out for the key before; a new key starts at 1.';
-COMMENT ON FUNCTION seq_next(text, text) IS
+COMMENT ON FUNCTION seq_next_text(text, text) IS
     'Next number of a text key (seq_key(key)) in a space of per-key sequences.';
 COMMENT ON FUNCTION seq_current(text, bigint) IS
     'A number at least every number handed out for the key so far, and below its next one; no increment.';
-COMMENT ON FUNCTION seq_current(text, text) IS
+COMMENT ON FUNCTION seq_current_text(text, text) IS
     'seq_current() of a text key (seq_key(key)).';
 COMMENT ON FUNCTION seq_key(text) IS
     'The bigint key of a text key: FNV-1a 64 of its bytes, mixed by SplitMix64''s finaliser; stable across versions and servers.';
+-- Each new section a call touches is a row the worker writes: only roles granted it may number.
+REVOKE EXECUTE ON FUNCTION seq_next(text, bigint), seq_next_text(text, text), seq_current(text, bigint), seq_current_text(text, text) FROM PUBLIC;
 "#,
     name = "seq_next",
-    requires = [
-        seq_next,
-        seq_next_text,
-        seq_current,
-        seq_current_text,
-        seq_key
-    ]
+    requires = [seq_next, seq_next_text, seq_current, seq_current_text, seq_key]
 );
-
-/// FNV-1a 64 of the bytes, then SplitMix64's finaliser (FNV alone leaves neighbouring texts'
-/// high bits alike). Fixed forever: keys are persisted as the sections they map to.
-pub fn key_of(bytes: &[u8]) -> i64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for &b in bytes {
-        h = (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    cache::splitmix64(h) as i64
-}
 
 /// The section of a key and its place in it (keys below 0 too: floor division).
 #[inline]
@@ -95,61 +83,62 @@ fn split(key: i64, section_keys: u32) -> (i64, usize) {
 }
 
 /// When a call must give up waiting: `pg_idgen.segment_wait_timeout` after it first had to wait
-/// (the hot path reads no clock).
-struct Deadline(Option<i64>);
+/// (the hot path reads no clock), however often it starts over.
+pub(super) struct Deadline(Option<i64>);
 
 impl Deadline {
+    pub(super) fn new() -> Deadline {
+        Deadline(None)
+    }
+
     fn ms(&mut self) -> i64 {
-        *self.0.get_or_insert_with(|| {
-            clock::monotonic_millis() + settings::config().segments.wait_timeout_ms as i64
-        })
+        *self.0.get_or_insert_with(|| clock::monotonic_millis() + settings::config().segments.wait_timeout_ms as i64)
     }
 }
 
 /// The next number of `key`.
 #[inline]
 pub(super) fn next(space: &[u8], key: i64) -> i64 {
-    let (section, index, version) = ready_section(space, key, "seq_next()");
-    let previous = section.keys[index].fetch_add(1, Ordering::AcqRel);
-    let limit = section.limit.load(Ordering::Acquire);
-    // The closing read of the seqlock: the section still holds this key, so the number and the
-    // limit are the key's. Otherwise the number taken is a gap, and the call starts over.
-    fence(Ordering::Acquire);
-    if section.version.load(Ordering::Relaxed) != version {
-        return next_after_change(space, key);
-    }
-    let number = previous.wrapping_add(1);
-    if previous >= 0 && number <= limit {
-        if number > section.raise_at.load(Ordering::Relaxed)
-            && !section.want_raise.load(Ordering::Relaxed)
-        {
-            ask_for_raise(section);
+    let mut deadline = Deadline::new();
+    loop {
+        let (section, index, version) = ready_section(space, key, "seq_next()", &mut deadline);
+        let previous = section.keys[index].fetch_add(1, Ordering::AcqRel);
+        let limit = section.limit.load(Ordering::Acquire);
+        // The closing read of the seqlock: the section still holds this key, so the number and
+        // the limit are the key's. Otherwise the number taken is a gap, and the call starts over.
+        fence(Ordering::Acquire);
+        if section.version.load(Ordering::Relaxed) == version {
+            // Why below bigint's end: at it, the counter wraps to a negative number.
+            if !(0..i64::MAX).contains(&previous) {
+                exhausted(space, key);
+            }
+            let number = previous + 1;
+            if number <= limit {
+                if number > section.raise_at.load(Ordering::Relaxed) && !section.want_raise.load(Ordering::Relaxed) {
+                    ask_for_raise(section);
+                }
+                return number;
+            }
+            // The number is this call's, but not durable yet: wait for the worker to raise.
+            if wait_for_limit(section, version, number, space, &mut deadline) {
+                return number;
+            }
         }
-        return number;
+        pgrx::check_for_interrupts!();
     }
-    if previous < 0 || previous == i64::MAX {
-        exhausted(space, key);
-    }
-    // The number is this call's, but not durable yet: wait for the worker to raise the limit.
-    if wait_for_limit(section, version, number, space) {
-        return number;
-    }
-    next_after_change(space, key)
-}
-
-#[cold]
-fn next_after_change(space: &[u8], key: i64) -> i64 {
-    pgrx::check_for_interrupts!();
-    next(space, key)
 }
 
 fn current(space: &[u8], key: i64) -> i64 {
+    let mut deadline = Deadline::new();
     loop {
-        let (section, index, version) = ready_section(space, key, "seq_current()");
+        let (section, index, version) = ready_section(space, key, "seq_current()", &mut deadline);
         let number = section.keys[index].load(Ordering::Acquire);
+        let limit = section.limit.load(Ordering::Acquire);
         fence(Ordering::Acquire);
         if section.version.load(Ordering::Relaxed) == version {
-            return number;
+            // A counter past the limit holds numbers that waiting calls took but have not handed
+            // out; one that wrapped at bigint's end handed out bigint's last number.
+            return if number < 0 { i64::MAX } else { number.min(limit) };
         }
         pgrx::check_for_interrupts!();
     }
@@ -158,20 +147,13 @@ fn current(space: &[u8], key: i64) -> i64 {
 /// The loaded section of `key`, its version, and the key's place in it: from the cache, or
 /// loaded by the worker while the call waits.
 #[inline]
-fn ready_section(space: &[u8], key: i64, function: &str) -> (&'static Section, usize, u64) {
+fn ready_section(space: &[u8], key: i64, function: &str, deadline: &mut Deadline) -> (&'static Section, usize, u64) {
     shmem::shared();
     errors::refuse_during_recovery(function);
-    let info = cached_space(space);
     // SAFETY: this backend's database.
     let database = unsafe { pg_sys::MyDatabaseId }.to_u32();
-    if let Some(info) = info {
-        let (number, index) = split(key, info.section_keys);
-        let id = SectionId {
-            database,
-            space_id: info.id,
-            section_keys: info.section_keys,
-            section: number,
-        };
+    if let Some(info) = cached_space(space) {
+        let (id, index) = section_of(database, info, key);
         if let Some((section, version)) = cache::find(id) {
             if section.state.load(Ordering::Acquire) == READY {
                 section.touch(header().use_clock.load(Ordering::Relaxed));
@@ -179,17 +161,19 @@ fn ready_section(space: &[u8], key: i64, function: &str) -> (&'static Section, u
             }
         }
     }
-    load_section(space, key, database)
+    load_section(space, key, database, deadline)
+}
+
+#[inline]
+fn section_of(database: u32, info: Space, key: i64) -> (SectionId, usize) {
+    let (section, index) = split(key, info.section_keys);
+    (SectionId { database, space_id: info.id, section_keys: info.section_keys, space_hash: info.hash, section }, index)
 }
 
 /// The space's id and section size as this backend last found them.
 #[inline]
 fn cached_space(space: &[u8]) -> Option<Space> {
-    let hit = LAST.with(|last| {
-        last.borrow()
-            .as_ref()
-            .and_then(|(name, info)| (name == space).then_some(*info))
-    });
+    let hit = LAST.with(|last| last.borrow().as_ref().and_then(|(name, info)| (name == space).then_some(*info)));
     hit.or_else(|| {
         let found = SPACES.with(|spaces| spaces.borrow().get(space).copied())?;
         LAST.with(|last| *last.borrow_mut() = Some((space.to_vec(), found)));
@@ -197,36 +181,29 @@ fn cached_space(space: &[u8]) -> Option<Space> {
     })
 }
 
-fn remember(space: &[u8], info: Space) {
-    SPACES.with(|spaces| spaces.borrow_mut().insert(space.to_vec(), info));
-    LAST.with(|last| *last.borrow_mut() = Some((space.to_vec(), info)));
+fn remember(space: &[u8], info: Option<Space>) {
+    SPACES.with(|spaces| match info {
+        Some(info) => spaces.borrow_mut().insert(space.to_vec(), info),
+        None => spaces.borrow_mut().remove(space),
+    });
+    LAST.with(|last| *last.borrow_mut() = info.map(|info| (space.to_vec(), info)));
 }
 
 /// The slow path of a lookup: reads the space's row, takes a section for the key if none holds
 /// it, and waits for the worker to load it.
 #[cold]
-fn load_section(space: &[u8], key: i64, database: u32) -> (&'static Section, usize, u64) {
+fn load_section(space: &[u8], key: i64, database: u32, deadline: &mut Deadline) -> (&'static Section, usize, u64) {
     check_space_name(space);
-    let mut deadline = Deadline(None);
     let mut retook = false;
     loop {
         pgrx::check_for_interrupts!();
-        let Some(info) = space_row(space, deadline.ms()) else {
-            SPACES.with(|spaces| spaces.borrow_mut().remove(space));
-            LAST.with(|last| *last.borrow_mut() = None);
-            unknown_space(space, "It is not in seq_space.");
-        };
+        let info = space_row(space, deadline.ms());
         remember(space, info);
-        let (number, index) = split(key, info.section_keys);
-        let id = SectionId {
-            database,
-            space_id: info.id,
-            section_keys: info.section_keys,
-            section: number,
-        };
-        let (section, version) = match cache::find(id) {
+        let Some(info) = info else { unknown_space(space, "It is not in seq_space.") };
+        let (id, index) = section_of(database, info, key);
+        let taken = match cache::find(id) {
             Some((section, version)) if section.state.load(Ordering::Acquire) == DROPPED => {
-                // The worker found no space for it: the row this call sees was not committed
+                // The worker found no such space: the row this call sees was not committed
                 // then. Once more (it may be now), then the call gives up.
                 if retook {
                     unknown_space(
@@ -235,21 +212,19 @@ fn load_section(space: &[u8], key: i64, database: u32) -> (&'static Section, usi
                     );
                 }
                 retook = true;
-                cache::retake(section, version, id)
+                cache::retake(section, version, id, space)
             }
-            Some(found) => found,
-            None => cache::find_or_take(id),
+            Some(found) => Some(found),
+            None => cache::find_or_take(id, space),
+        };
+        let Some((section, version)) = taken else {
+            // Every section of the set is being loaded: wait for one load to end.
+            wait_until(None, deadline, space, || false);
+            continue;
         };
         match section.state.load(Ordering::Acquire) {
-            READY if section.version.load(Ordering::Acquire) == version => {
-                return (section, index, version)
-            }
-            LOADING => {
-                worker::wake();
-                wait_until(section, version, &mut deadline, space, || {
-                    section.state.load(Ordering::Acquire) != LOADING
-                });
-            }
+            READY if section.version.load(Ordering::Acquire) == version => return (section, index, version),
+            LOADING => wait_until(Some((section, version)), deadline, space, || section.state.load(Ordering::Acquire) != LOADING),
             _ => {}
         }
     }
@@ -264,52 +239,56 @@ fn ask_for_raise(section: &Section) {
 
 /// Waits until the section's limit reaches `number` (true) or the section changed (false).
 #[cold]
-fn wait_for_limit(section: &Section, version: u64, number: i64, space: &[u8]) -> bool {
-    let mut deadline = Deadline(None);
+fn wait_for_limit(section: &Section, version: u64, number: i64, space: &[u8], deadline: &mut Deadline) -> bool {
     header().waits.fetch_add(1, Ordering::Relaxed);
-    ask_for_raise(section);
-    wait_until(section, version, &mut deadline, space, || {
-        section.limit.load(Ordering::Acquire) >= number
+    // Asked again on every round of the wait: a raise the worker took up before this number was
+    // taken may not reach it.
+    wait_until(Some((section, version)), deadline, space, || {
+        let reached = section.limit.load(Ordering::Acquire) >= number;
+        if !reached {
+            section.want_raise.store(true, Ordering::Release);
+        }
+        reached
     });
     section.version.load(Ordering::Acquire) == version
 }
 
-/// Sleeps on the workers' condition variable until `done()` or the section changed, honouring
-/// cancel and statement_timeout, at most until the deadline (`pg_idgen.segment_wait_timeout`).
-fn wait_until(
-    section: &Section,
-    version: u64,
-    deadline: &mut Deadline,
-    space: &[u8],
-    done: impl Fn() -> bool,
-) {
+/// Sleeps on the workers' condition variable until `done()` or the section changed (with no
+/// section: one round), honouring cancel and statement_timeout, at most until the deadline
+/// (`pg_idgen.segment_wait_timeout`).
+fn wait_until(section: Option<(&Section, u64)>, deadline: &mut Deadline, space: &[u8], done: impl Fn() -> bool) {
     let deadline_ms = deadline.ms();
+    let changed = || section.is_none_or(|(section, version)| section.version.load(Ordering::Acquire) != version);
     let cv = shmem::shared().segment_loaded();
     // SAFETY: the condition variable lives in shared memory; every exit cancels the sleep.
     unsafe { pg_sys::ConditionVariablePrepareToSleep(cv) };
-    while !done() && section.version.load(Ordering::Acquire) == version {
+    let mut first = true;
+    while first || (!done() && !changed()) {
+        first = false;
         let remaining = deadline_ms - clock::monotonic_millis();
         if remaining <= 0 {
             unsafe { pg_sys::ConditionVariableCancelSleep() };
-            no_raise_in_time(space);
+            no_numbers_in_time(space, section.is_none());
         }
         worker::wake();
         // SAFETY: prepared to sleep on this condition variable above.
-        unsafe {
-            pg_sys::ConditionVariableTimedSleep(
-                cv,
-                remaining.min(100) as _,
-                pg_sys::PG_WAIT_EXTENSION,
-            )
-        };
+        unsafe { pg_sys::ConditionVariableTimedSleep(cv, remaining.min(100) as _, pg_sys::PG_WAIT_EXTENSION) };
     }
     unsafe { pg_sys::ConditionVariableCancelSleep() };
 }
 
 #[cold]
-fn no_raise_in_time(space: &[u8]) -> ! {
+fn no_numbers_in_time(space: &[u8], cache_full: bool) -> ! {
     let timeout_ms = settings::config().segments.wait_timeout_ms;
     let space = display(space);
+    if cache_full {
+        errors::raise(
+            PgSqlErrorCode::ERRCODE_CONFIGURATION_LIMIT_EXCEEDED,
+            format!("no section of the cache was free for sequence space \"{space}\" in time"),
+            Some(format!("Every section its key's section may live in was being loaded for pg_idgen.segment_wait_timeout ({timeout_ms} ms).")),
+            Some("Raise pg_idgen.seq_cache_sections and restart the server."),
+        )
+    }
     match worker::is_running() {
         Err(reason) => errors::raise(
             PgSqlErrorCode::ERRCODE_CONFIGURATION_LIMIT_EXCEEDED,
@@ -326,9 +305,7 @@ fn no_raise_in_time(space: &[u8]) -> ! {
         Ok(true) => errors::raise(
             PgSqlErrorCode::ERRCODE_LOCK_NOT_AVAILABLE,
             format!("sequence space \"{space}\" has no numbers ready in shared memory, and the worker could not raise its section in time"),
-            Some(format!(
-                "The call waited pg_idgen.segment_wait_timeout ({timeout_ms} ms). The worker raises sections by updating seq_section: it may be locked."
-            )),
+            Some(format!("The call waited pg_idgen.segment_wait_timeout ({timeout_ms} ms). The worker raises sections by updating seq_section, which may be locked; the server log says why it could not.")),
             Some("Look for sessions holding locks on seq_section or seq_space (pg_locks), and at the server log."),
         ),
     }
@@ -338,11 +315,7 @@ fn no_raise_in_time(space: &[u8]) -> ! {
 fn exhausted(space: &[u8], key: i64) -> ! {
     errors::raise(
         PgSqlErrorCode::ERRCODE_SEQUENCE_GENERATOR_LIMIT_EXCEEDED,
-        format!(
-            "seq_next: reached maximum value of key {key} in sequence space \"{}\" ({})",
-            display(space),
-            i64::MAX
-        ),
+        format!("seq_next: reached maximum value of key {key} in sequence space \"{}\" ({})", display(space), i64::MAX),
         None,
         None,
     )
@@ -350,7 +323,8 @@ fn exhausted(space: &[u8], key: i64) -> ! {
 
 #[cfg(test)]
 mod tests {
-    use super::{key_of, split};
+    use super::split;
+    use crate::seq::cache::hash_bytes;
 
     /// Claim: a text key's bigint never changes (sections persist what keys map to): FNV-1a 64
     /// of the bytes, then SplitMix64's finaliser. The values were worked out apart from this code
@@ -358,10 +332,10 @@ mod tests {
     /// 0xaf63dc4c8601ec8c), so a change of the hash fails this test.
     #[test]
     fn text_keys_hash_to_fixed_values() {
-        assert_eq!(key_of(b"a"), super::super::cache::splitmix64(0xaf63_dc4c_8601_ec8c) as i64);
-        assert_eq!(key_of(b"a"), 198367012849983736_i64);
-        assert_eq!(key_of(b"alice"), -4192475849746331044_i64);
-        assert_eq!(key_of(b""), -780787492076525413_i64);
+        assert_eq!(hash_bytes(b"a"), crate::seq::cache::splitmix64(0xaf63_dc4c_8601_ec8c));
+        assert_eq!(hash_bytes(b"a"), 198367012849983736_i64 as u64);
+        assert_eq!(hash_bytes(b"alice"), -4192475849746331044_i64 as u64);
+        assert_eq!(hash_bytes(b""), -780787492076525413_i64 as u64);
     }
 
     /// Claim: keys map to sections by floor division, so negative keys and bigint's ends have a

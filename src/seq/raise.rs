@@ -20,7 +20,11 @@ const FAST_RAISE_MS: i64 = 1000;
 pub struct Need {
     pub index: usize,
     pub version: u64,
+    /// The space's row this section was taken for: its id, name and section size all match, or
+    /// the space is gone (a row of another definition must not be raised for it).
     pub space_id: u32,
+    pub space: Vec<u8>,
+    pub section_keys: u32,
     pub section: i64,
     /// How far to raise at least (0: the space's step).
     pub raise: i64,
@@ -36,6 +40,8 @@ pub enum Outcome {
     NoSpace,
     /// The raise failed (a lock, …); the message is for the log.
     Failed(String),
+    /// Not tried: the worker is stopping, or the round ran long (it is tried in the next round).
+    Skipped,
 }
 
 /// Where a section's maximum comes from: the one boundary a later change can put a section lease
@@ -54,6 +60,9 @@ pub struct LocalSections;
 
 /// Raises per transaction at most: a long transaction would hold its rows' locks longer.
 const RAISES_PER_TRANSACTION: usize = 256;
+/// After this long in a transaction the rest of its raises wait for the next round: each locked
+/// row may cost `lock_timeout`, and a worker told to stop must not take a batch's worth of them.
+const TRANSACTION_BUDGET: std::time::Duration = std::time::Duration::from_secs(1);
 
 impl SectionSource for LocalSections {
     fn raise(&mut self, needs: &[Need]) -> Vec<Outcome> {
@@ -89,11 +98,14 @@ fn raise_in_transaction(needs: &[Need]) -> Vec<Outcome> {
         ) else {
             return needs.iter().map(|_| Outcome::NoSpace).collect(); // the extension is gone from this database
         };
+        let started = std::time::Instant::now();
         needs
             .iter()
             .map(|need| {
-                in_subtransaction(|| raise_row(spaces, sections, need))
-                    .unwrap_or_else(Outcome::Failed)
+                if worker::told_to_stop() || started.elapsed() > TRANSACTION_BUDGET {
+                    return Outcome::Skipped;
+                }
+                in_subtransaction(|| raise_row(spaces, sections, need)).unwrap_or_else(Outcome::Failed)
             })
             .collect::<Vec<_>>()
     });
@@ -109,8 +121,8 @@ fn raise_in_transaction(needs: &[Need]) -> Vec<Outcome> {
     outcomes
 }
 
-/// Runs `f` in a subtransaction: an error in it (a locked row) is rolled back alone and comes
-/// back as its message; the transaction goes on.
+/// Runs `f` in a subtransaction: an error in it (a locked row), or an `Err` it returns (a raise it
+/// found wrong), is rolled back alone and comes back as its message; the transaction goes on.
 fn in_subtransaction<T>(f: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
     // SAFETY: in a transaction; the subtransaction is released or rolled back below, and the
     // memory context and resource owner put back, as PL/pgSQL does around an exception block.
@@ -125,7 +137,11 @@ fn in_subtransaction<T>(f: impl FnOnce() -> Result<T, String>) -> Result<T, Stri
         };
         PgTryBuilder::new(|| {
             let result = f();
-            pg_sys::ReleaseCurrentSubTransaction();
+            if result.is_ok() {
+                pg_sys::ReleaseCurrentSubTransaction();
+            } else {
+                pg_sys::RollbackAndReleaseCurrentSubTransaction();
+            }
             restore();
             result
         })
@@ -149,24 +165,22 @@ fn raise_row(spaces: pg_sys::Oid, sections: pg_sys::Oid, need: &Need) -> Result<
                         LEAST(GREATEST($3, p.step::pg_catalog.int8),
                               9223372036854775807::pg_catalog.int8 OPERATOR(pg_catalog.-) s.max_seq) AS len
                    FROM ONLY {sections} AS s, ONLY {spaces} AS p
-                  WHERE p.id OPERATOR(pg_catalog.=) $1 AND s.space OPERATOR(pg_catalog.=) p.space
+                  WHERE p.id OPERATOR(pg_catalog.=) $1 AND p.space OPERATOR(pg_catalog.=) $4
+                    AND p.section_keys OPERATOR(pg_catalog.=) $5 AND s.space OPERATOR(pg_catalog.=) p.space
                     AND s.section OPERATOR(pg_catalog.=) $2
                     FOR UPDATE OF s NOWAIT FOR KEY SHARE OF p NOWAIT) AS r
           WHERE t.space OPERATOR(pg_catalog.=) r.space AND t.section OPERATOR(pg_catalog.=) r.section
       RETURNING r.old_max, t.max_seq";
     const INSERT: &str = "INSERT INTO {sections} AS t (space, section, max_seq)
          SELECT p.space, $2, GREATEST($3, p.step::pg_catalog.int8)
-           FROM ONLY {spaces} AS p WHERE p.id OPERATOR(pg_catalog.=) $1 FOR KEY SHARE NOWAIT
+           FROM ONLY {spaces} AS p
+          WHERE p.id OPERATOR(pg_catalog.=) $1 AND p.space OPERATOR(pg_catalog.=) $4
+            AND p.section_keys OPERATOR(pg_catalog.=) $5
+            FOR KEY SHARE NOWAIT
          ON CONFLICT DO NOTHING
       RETURNING 0::pg_catalog.int8, t.max_seq";
     let tables = [("{sections}", sections), ("{spaces}", spaces)];
-    let args = || {
-        [
-            (need.space_id as i32).into(),
-            need.section.into(),
-            need.raise.into(),
-        ]
-    };
+    let args = || [(need.space_id as i32).into(), need.section.into(), need.raise.into(), table::text_arg(&need.space), (need.section_keys as i32).into()];
     let run = |statement: &str| {
         table::run_on_tables(&tables, statement, |sql| {
             table::as_allocation(|| Spi::get_two_with_args::<i64, i64>(sql, &args()))
@@ -189,8 +203,9 @@ fn raise_row(spaces: pg_sys::Oid, sections: pg_sys::Oid, need: &Need) -> Result<
     // No row raised and none inserted: the space is gone, or a row appeared meanwhile.
     let space_exists = table::run_on_tables(
         &tables,
-        "SELECT true FROM ONLY {spaces} AS p WHERE p.id OPERATOR(pg_catalog.=) $1",
-        |sql| Spi::get_one_with_args::<bool>(sql, &[(need.space_id as i32).into()]),
+        "SELECT true FROM ONLY {spaces} AS p
+          WHERE p.id OPERATOR(pg_catalog.=) $1 AND p.space OPERATOR(pg_catalog.=) $4 AND p.section_keys OPERATOR(pg_catalog.=) $5",
+        |sql| Spi::get_one_with_args::<bool>(sql, &args()),
     )?;
     match space_exists {
         Ok(Some(true)) => Err("the section's row appeared during the raise; trying again".into()),
@@ -198,7 +213,9 @@ fn raise_row(spaces: pg_sys::Oid, sections: pg_sys::Oid, need: &Need) -> Result<
     }
 }
 
-/// Sections of `database` to load or raise now, not in a backoff.
+/// Sections of `database` to load or raise now, not in a backoff. Taking a section's need clears
+/// its request: a call that wants more after this raise asks again (and a waiting call asks on
+/// every round of its wait), so no request is lost between the need and the publish.
 pub fn needs(database: pg_sys::Oid) -> Vec<Need> {
     let now_ms = clock::monotonic_millis();
     let max_step = settings::config().segments.max_step as i64;
@@ -208,24 +225,21 @@ pub fn needs(database: pg_sys::Oid) -> Vec<Need> {
         let state = section.state.load(Ordering::Acquire);
         if !matches!(state, LOADING | READY)
             || section.database.load(Ordering::Acquire) != database.to_u32()
-            || !section.want_raise.load(Ordering::Acquire)
             || section.retry_at_ms.load(Ordering::Relaxed) > now_ms
+            || !section.want_raise.swap(false, Ordering::AcqRel)
         {
             continue;
         }
         let previous = section.raise.load(Ordering::Relaxed);
-        let fast =
-            previous > 0 && now_ms - section.raised_at_ms.load(Ordering::Relaxed) < FAST_RAISE_MS;
+        let fast = previous > 0 && now_ms - section.raised_at_ms.load(Ordering::Relaxed) < FAST_RAISE_MS;
         needs.push(Need {
             index,
             version: section.version.load(Ordering::Acquire),
             space_id: section.space_id.load(Ordering::Relaxed),
+            space: section.space(),
+            section_keys: section.section_keys.load(Ordering::Relaxed),
             section: section.section.load(Ordering::Relaxed),
-            raise: if fast {
-                previous.saturating_mul(2).min(max_step)
-            } else {
-                0
-            },
+            raise: if fast { previous.saturating_mul(2).min(max_step) } else { 0 },
             load: state == LOADING,
         });
     }
@@ -267,14 +281,20 @@ pub fn publish(need: &Need, outcome: &Outcome) -> bool {
             section.raise.store(step, Ordering::Relaxed);
             section.raised_at_ms.store(now_ms, Ordering::Relaxed);
             section.failures.store(0, Ordering::Relaxed);
-            section.want_raise.store(false, Ordering::Release);
             false
         }
         Outcome::NoSpace => {
             section.change(|| section.state.store(DROPPED, Ordering::Release));
             false
         }
-        Outcome::Failed(_) => worker::record_failure(&section.failures, &section.retry_at_ms, &section.warned_at_ms, now_ms),
+        Outcome::Failed(_) => {
+            section.want_raise.store(true, Ordering::Release);
+            worker::record_failure(&section.failures, &section.retry_at_ms, &section.warned_at_ms, now_ms)
+        }
+        Outcome::Skipped => {
+            section.want_raise.store(true, Ordering::Release);
+            false
+        }
     }
 }
 
@@ -287,18 +307,15 @@ pub fn serve_round(database: pg_sys::Oid) -> bool {
     let mut source = LocalSections;
     let needs = needs(database);
     for batch in needs.chunks(RAISES_PER_TRANSACTION) {
-        if worker::told_to_stop() {
-            break;
-        }
-        let outcomes = source.raise(batch);
+        let outcomes = if worker::told_to_stop() { batch.iter().map(|_| Outcome::Skipped).collect() } else { source.raise(batch) };
         for (need, outcome) in batch.iter().zip(&outcomes) {
             if publish(need, outcome) {
                 if let Outcome::Failed(message) = outcome {
                     let failures = sections()[need.index].failures.load(Ordering::Relaxed);
                     warning!(
-                        "pg_idgen worker: could not raise section {} of sequence space {}: {message} ({failures} attempts failed in a row; retrying)",
+                        "pg_idgen worker: could not raise section {} of sequence space \"{}\": {message} ({failures} attempts failed in a row; retrying)",
                         need.section,
-                        need.space_id
+                        table::display(&need.space)
                     );
                 }
             }

@@ -6,7 +6,7 @@ use std::ffi::CStr;
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 
-use super::cache::{retire_database, MAX_SECTION_KEYS};
+use super::cache::{hash_bytes, retire_database, MAX_SECTION_KEYS, MAX_SPACE_LEN};
 use crate::c_function::c_functions;
 use crate::errors;
 use crate::segment::table::{self, display, TextBytes};
@@ -15,15 +15,16 @@ pgrx::extension_sql_file!("spaces.sql", name = "seq_tables");
 
 pub const SPACE_TABLE: &CStr = c"seq_space";
 pub const SECTION_TABLE: &CStr = c"seq_section";
-/// Space names are 1 to 63 bytes, as segment tags.
-const MAX_SPACE_LEN: usize = 63;
+/// The tables whose rows the cache holds: dropping one retires the database's sections.
+pub const CACHED_TABLES: &[&CStr] = &[SPACE_TABLE, SECTION_TABLE];
 
-/// What a call needs of a space: the id its cached sections carry (a space created anew gets
-/// another), and how many neighbouring keys share a section.
+/// What a call needs of a space: what its cached sections carry (see `cache::SectionId`), and
+/// how many neighbouring keys share a section.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Space {
     pub id: u32,
     pub section_keys: u32,
+    pub hash: u64,
 }
 
 /// Space names are 1 to 63 bytes: checked before any lookup.
@@ -72,10 +73,7 @@ pub fn space_row(space: &[u8], deadline_ms: i64) -> Option<Space> {
         |relation, tuple| {
             // SAFETY: the tuple is the open relation's.
             let int = |name: &CStr| unsafe { attribute_i32(relation, tuple, name) };
-            Space {
-                id: int(c"id") as u32,
-                section_keys: int(c"section_keys") as u32,
-            }
+            Space { id: int(c"id") as u32, section_keys: int(c"section_keys") as u32, hash: hash_bytes(space) }
         },
     )
 }
@@ -253,6 +251,27 @@ COMMENT ON FUNCTION seq_space_drop(text) IS
     requires = [seq_space_create, seq_space_drop, "seq_tables"]
 );
 
+std::thread_local! {
+    /// The transaction and command whose row changes last retired the cache.
+    static RETIRED_FOR: std::cell::Cell<(pg_sys::TransactionId, pg_sys::CommandId)> = const { std::cell::Cell::new((pg_sys::InvalidTransactionId, 0)) };
+}
+
+/// Retires the database's cached sections once per statement that changes rows, not once per
+/// row: a statement over many rows would otherwise scan the cache under its lock for each. Once
+/// is enough, because a cache is never unsafe for the changes the trigger lets through: they only
+/// raise `max_seq` (a cache below it stays below it) or change a step or a description, and the
+/// rows of a space go only with the space's row, which `seq_space_drop()` deletes (and locks)
+/// first. The retire only makes the cache see them sooner.
+fn retire_for_this_statement() {
+    // SAFETY: reads this transaction's ids (a row change has its transaction id assigned).
+    let now = unsafe { (pg_sys::GetTopTransactionIdIfAny(), pg_sys::GetCurrentCommandId(false)) };
+    if RETIRED_FOR.get() != now {
+        RETIRED_FOR.set(now);
+        // SAFETY: this backend's database.
+        retire_database(unsafe { pg_sys::MyDatabaseId });
+    }
+}
+
 #[cold]
 fn refuse(message: String, detail: &str, hint: &str) -> ! {
     errors::raise(
@@ -355,11 +374,11 @@ c_functions! {
                         hint,
                     );
                 }
-                retire_database(pg_sys::MyDatabaseId);
+                retire_for_this_statement();
             }
             // The worker's own raise: the cache is what it raised.
             pg_sys::TRIGGER_EVENT_UPDATE => {}
-            _ => retire_database(pg_sys::MyDatabaseId),
+            _ => retire_for_this_statement(),
         }
         pg_sys::Datum::from(0)
     }
