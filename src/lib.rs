@@ -29,6 +29,7 @@ mod settings;
 mod shmem;
 mod snowflake;
 mod status;
+mod tables;
 mod text_form;
 pub mod uuid7;
 
@@ -43,7 +44,7 @@ pub extern "C-unwind" fn _PG_init() {
     settings::declare(preloading);
     // In every process that loads the library: segment_create and segment_drop run SQL on the
     // tag table also when it is not preloaded.
-    segment::table::install_analysis_guard();
+    tables::install_analysis_guard();
     if preloading {
         shmem::install_hooks(shmem::Hooks {
             area_size: shared_area_size,

@@ -8,7 +8,7 @@ use crate::base32::{Base32Error, Width};
 use crate::c_function::{self, c_functions};
 use crate::errors;
 use crate::objectid::{self, ObjectId, OBJECTID_LEN};
-use crate::segment::table::{display, TextBytes};
+use crate::tables::{display, TextBytes};
 
 const UUID: Width = Width::of_bits(128);
 const OBJECTID: Width = Width::of_bits(8 * OBJECTID_LEN as u32);

@@ -8,7 +8,8 @@ use pgrx::prelude::*;
 
 use super::next::{exhausted, forget_lookup, lookup, prefetch_offset, wait_for_range, Deadline};
 use super::slot::{slots, Slot, SlotLock, FREE, LAST_GENERATION, OFFSET_BITS, OFFSET_MASK};
-use super::table::{check_tag_name, display, TextBytes};
+use super::table::check_tag_name;
+use crate::tables::{display, TextBytes};
 use crate::{errors, shmem};
 
 /// The largest block: a range must stay under 2^31 numbers (`slot::OFFSET_REPAIR_AT`).

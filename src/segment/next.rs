@@ -9,7 +9,8 @@ use pgrx::pg_sys;
 use pgrx::prelude::*;
 
 use super::slot::{slots, Slot, SlotLock, DROPPED, FREE, LAST_GENERATION, OFFSET_BITS, OFFSET_MASK, OFFSET_REPAIR_AT};
-use super::table::{self, check_tag_name, display, unknown_tag, TextBytes};
+use super::table::{self, check_tag_name, unknown_tag};
+use crate::tables::{display, TextBytes};
 use crate::{clock, errors, settings, shmem};
 
 thread_local! {

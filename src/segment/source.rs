@@ -13,6 +13,7 @@ use crate::remote::{self, Connection, RemoteError};
 
 use super::ranges::{Need, Outcome};
 use super::table;
+use crate::tables;
 
 /// A source of ranges for the worker.
 pub trait RangeSource {
@@ -99,9 +100,9 @@ fn allocate_row(table: pg_sys::Oid, tag: &[u8], step: i64, nowait: bool) -> Resu
           WHERE t.tag OPERATOR(pg_catalog.=) r.tag
       RETURNING t.max_id, r.len, r.old_max_id";
     let statement = ALLOCATE.replace("{wait}", if nowait { "NOWAIT" } else { "" });
-    let args = [table::text_arg(tag), step.into()];
+    let args = [tables::text_arg(tag), step.into()];
     let row = table::run_on_tag_table(table, &statement, |sql| {
-        table::as_allocation(|| Spi::get_three_with_args::<i64, i64, i64>(sql, &args))
+        tables::as_allocation(|| Spi::get_three_with_args::<i64, i64, i64>(sql, &args))
     })?;
     match row {
         // Why check: a trigger on the table could have changed the new max_id under the update.
@@ -217,7 +218,7 @@ unsafe fn is_whole_top_level_statement(fcinfo: pg_sys::FunctionCallInfo) -> bool
 /// it over libpq as a statement of its own (the range is its once that statement committed).
 /// No row when the tag does not exist; `len` 0 at bigint's end.
 fn pg_idgen_segment_allocate(
-    tag: table::TextBytes,
+    tag: tables::TextBytes,
     min_len: i64,
     fcinfo: pg_sys::FunctionCallInfo,
 ) -> TableIterator<'static, (name!(max_id, i64), name!(len, i64))> {

@@ -6,7 +6,7 @@ use pgrx::pg_sys;
 use pgrx::prelude::*;
 
 use super::slot::{slots, SlotLock, HISTORY, OFFSET_BITS, OFFSET_MASK};
-use super::table::TextOut;
+use crate::tables::TextOut;
 use crate::{clock, shmem};
 
 #[pg_extern(volatile, parallel_safe)]

@@ -4,7 +4,8 @@
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 
-use super::table::{self, check_tag_name, display, unknown_tag, TextBytes};
+use super::table::{self, check_tag_name, unknown_tag};
+use crate::tables::{self, display, TextBytes};
 use crate::errors;
 
 #[pg_extern(volatile)]
@@ -53,10 +54,10 @@ fn segment_create(
     }
     let table = table::require_tag_table();
     let description = match description {
-        Some(text) => table::text_arg(text.0),
+        Some(text) => tables::text_arg(text.0),
         None => pgrx::datum::DatumWithOid::null_oid(pg_sys::TEXTOID),
     };
-    let args = [table::text_arg(tag), (start - 1).into(), step.into(), description];
+    let args = [tables::text_arg(tag), (start - 1).into(), step.into(), description];
     table::run_on_tag_table(table, "INSERT INTO {table} (tag, max_id, step, description) VALUES ($1, $2, $3, $4)", |sql| {
         Spi::run_with_args(sql, &args)
     })
@@ -74,7 +75,7 @@ fn segment_drop(tag: Option<TextBytes>) {
     check_tag_name(tag.0);
     let table = table::require_tag_table();
     let deleted = table::run_on_tag_table(table, "DELETE FROM ONLY {table} WHERE tag OPERATOR(pg_catalog.=) $1 RETURNING true", |sql| {
-        Spi::get_one_with_args::<bool>(sql, &[table::text_arg(tag.0)])
+        Spi::get_one_with_args::<bool>(sql, &[tables::text_arg(tag.0)])
     })
     .unwrap_or_else(|message| errors::raise(PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE, message, None, None));
     if !matches!(deleted, Ok(Some(true))) {

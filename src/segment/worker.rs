@@ -26,7 +26,6 @@ use pgrx::prelude::*;
 
 use super::ranges::{self, Outcome};
 use super::source::{Authority, LocalTable, RangeSource};
-use super::table;
 use crate::{clock, settings, shmem};
 
 /// How long the worker sleeps when nobody asks for anything; it samples rates this often too.
@@ -393,7 +392,7 @@ fn serve(database: &str, idle_exit: Option<Duration>) {
                 if let Outcome::Failed(message) = &outcome {
                     warning!(
                         "pg_idgen worker: could not allocate a range for segment tag \"{}\": {message} ({} attempts failed in a row; retrying)",
-                        table::display(&need.tag),
+                        crate::tables::display(&need.tag),
                         ranges::failures(need.index)
                     );
                 }

@@ -11,7 +11,7 @@ use pgrx::prelude::*;
 
 use super::cache::{self, hash_bytes, header, Section, SectionId, DROPPED, LOADING, READY};
 use super::spaces::{check_space_name, space_row, unknown_space, Space};
-use crate::segment::table::{display, TextBytes};
+use crate::tables::{display, TextBytes};
 use crate::segment::worker;
 use crate::{clock, errors, settings, shmem};
 

@@ -9,7 +9,8 @@ use pgrx::prelude::*;
 
 use super::cache::{header, sections, SeqLock, DROPPED, LOADING, READY};
 use super::spaces::{SECTION_TABLE, SPACE_TABLE};
-use crate::segment::{table, worker};
+use crate::segment::worker;
+use crate::tables;
 use crate::{clock, settings, shmem};
 
 /// A raise published less than this after the one before doubles the next (up to
@@ -93,8 +94,8 @@ fn error_message(error: &pg_sys::panic::CaughtError) -> String {
 fn raise_in_transaction(needs: &[Need]) -> Vec<Outcome> {
     let outcomes = BackgroundWorker::transaction(|| {
         let (Some(spaces), Some(sections)) = (
-            table::extension_table_oid(SPACE_TABLE),
-            table::extension_table_oid(SECTION_TABLE),
+            tables::extension_table_oid(SPACE_TABLE),
+            tables::extension_table_oid(SECTION_TABLE),
         ) else {
             return needs.iter().map(|_| Outcome::NoSpace).collect(); // the extension is gone from this database
         };
@@ -180,10 +181,10 @@ fn raise_row(spaces: pg_sys::Oid, sections: pg_sys::Oid, need: &Need) -> Result<
          ON CONFLICT DO NOTHING
       RETURNING 0::pg_catalog.int8, t.max_seq";
     let tables = [("{sections}", sections), ("{spaces}", spaces)];
-    let args = || [(need.space_id as i32).into(), need.section.into(), need.raise.into(), table::text_arg(&need.space), (need.section_keys as i32).into()];
+    let args = || [(need.space_id as i32).into(), need.section.into(), need.raise.into(), tables::text_arg(&need.space), (need.section_keys as i32).into()];
     let run = |statement: &str| {
-        table::run_on_tables(&tables, statement, |sql| {
-            table::as_allocation(|| Spi::get_two_with_args::<i64, i64>(sql, &args()))
+        tables::run_on_tables(&tables, statement, |sql| {
+            tables::as_allocation(|| Spi::get_two_with_args::<i64, i64>(sql, &args()))
         })
     };
     let checked = |row: Result<(Option<i64>, Option<i64>), pgrx::spi::SpiError>| {
@@ -201,7 +202,7 @@ fn raise_row(spaces: pg_sys::Oid, sections: pg_sys::Oid, need: &Need) -> Result<
         return outcome;
     }
     // No row raised and none inserted: the space is gone, or a row appeared meanwhile.
-    let space_exists = table::run_on_tables(
+    let space_exists = tables::run_on_tables(
         &tables,
         "SELECT true FROM ONLY {spaces} AS p
           WHERE p.id OPERATOR(pg_catalog.=) $1 AND p.space OPERATOR(pg_catalog.=) $4 AND p.section_keys OPERATOR(pg_catalog.=) $5",
@@ -315,7 +316,7 @@ pub fn serve_round(database: pg_sys::Oid) -> bool {
                     warning!(
                         "pg_idgen worker: could not raise section {} of sequence space \"{}\": {message} ({failures} attempts failed in a row; retrying)",
                         need.section,
-                        table::display(&need.space)
+                        tables::display(&need.space)
                     );
                 }
             }

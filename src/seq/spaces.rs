@@ -9,7 +9,7 @@ use pgrx::prelude::*;
 use super::cache::{hash_bytes, retire_database, MAX_SECTION_KEYS, MAX_SPACE_LEN};
 use crate::c_function::c_functions;
 use crate::errors;
-use crate::segment::table::{self, display, TextBytes};
+use crate::tables::{self, display, TextBytes};
 
 pgrx::extension_sql_file!("spaces.sql", name = "seq_tables");
 
@@ -64,7 +64,7 @@ pub fn space_row(space: &[u8], deadline_ms: i64) -> Option<Space> {
             display(space)
         )
     };
-    table::with_row(
+    tables::with_row(
         SPACE_TABLE,
         c"space",
         space,
@@ -102,7 +102,7 @@ unsafe fn attribute_i32(relation: pg_sys::Relation, tuple: pg_sys::HeapTuple, na
 }
 
 fn require_tables() -> (pg_sys::Oid, pg_sys::Oid) {
-    match (table::extension_table_oid(SPACE_TABLE), table::extension_table_oid(SECTION_TABLE)) {
+    match (tables::extension_table_oid(SPACE_TABLE), tables::extension_table_oid(SECTION_TABLE)) {
         (Some(spaces), Some(sections)) => (spaces, sections),
         _ => errors::raise(
             PgSqlErrorCode::ERRCODE_UNDEFINED_TABLE,
@@ -160,11 +160,11 @@ fn seq_space_create(
     }
     let (spaces, _) = require_tables();
     let description = match description {
-        Some(text) => table::text_arg(text.0),
+        Some(text) => tables::text_arg(text.0),
         None => pgrx::datum::DatumWithOid::null_oid(pg_sys::TEXTOID),
     };
     let args = [
-        table::text_arg(space),
+        tables::text_arg(space),
         step.into(),
         section_keys.into(),
         description,
@@ -187,10 +187,10 @@ fn seq_space_create(
     );
 }
 
-/// Runs pg_idgen's statement on its tables (`table::run_on_tables`) with the caller's rights;
+/// Runs pg_idgen's statement on its tables (`tables::run_on_tables`) with the caller's rights;
 /// an error (a table gone, the statement refused) is raised.
 fn run_or_raise<T>(tables: &[(&str, pg_sys::Oid)], statement: &str, run: impl FnOnce(&str) -> Result<T, pgrx::spi::SpiError>) -> T {
-    table::run_on_tables(tables, statement, run)
+    tables::run_on_tables(tables, statement, run)
         .unwrap_or_else(|message| errors::raise(PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE, message, None, None))
         .unwrap_or_else(|e| panic!("{e}"))
 }
@@ -228,13 +228,13 @@ fn seq_space_drop(space: Option<TextBytes>) {
         &[("{spaces}", spaces)],
         "WITH gone AS (DELETE FROM ONLY {spaces} WHERE space OPERATOR(pg_catalog.=) $1 RETURNING space)
          SELECT pg_catalog.count(*) OPERATOR(pg_catalog.>) 0 FROM gone",
-        |sql| Spi::get_one_with_args::<bool>(sql, &[table::text_arg(space.0)]),
+        |sql| Spi::get_one_with_args::<bool>(sql, &[tables::text_arg(space.0)]),
     );
     if deleted != Some(true) {
         unknown_space(space.0, "It is not in seq_space.");
     }
     run_or_raise(&[("{sections}", sections)], "DELETE FROM ONLY {sections} WHERE space OPERATOR(pg_catalog.=) $1", |sql| {
-        Spi::run_with_args(sql, &[table::text_arg(space.0)])
+        Spi::run_with_args(sql, &[tables::text_arg(space.0)])
     });
     // SAFETY: this backend's database.
     retire_database(unsafe { pg_sys::MyDatabaseId });
@@ -351,7 +351,7 @@ c_functions! {
                 "Numbers up to each section's max_seq may have been handed out; without the rows they would be handed out again.",
                 hint,
             ),
-            pg_sys::TRIGGER_EVENT_UPDATE if !table::is_allocating() => {
+            pg_sys::TRIGGER_EVENT_UPDATE if !tables::is_allocating() => {
                 let (old, new) = (trigger.tg_trigtuple, trigger.tg_newtuple);
                 if is_sections {
                     if changed(relation, old, new, c"space") || changed(relation, old, new, c"section") {

@@ -7,7 +7,7 @@ use pgrx::prelude::*;
 
 use super::cache::{header, sections, SeqLock, LOADING, READY};
 use super::spaces::SECTION_TABLE;
-use crate::segment::table;
+use crate::tables;
 use crate::shmem;
 
 #[pg_extern(volatile, parallel_safe)]
@@ -61,7 +61,7 @@ fn seq_status() -> TableIterator<
 /// Rows of this database's section table, counted without SQL: monitoring roles need no right on
 /// the table to see how many there are.
 fn persisted_sections() -> i64 {
-    let Some(oid) = table::extension_table_oid(SECTION_TABLE) else {
+    let Some(oid) = tables::extension_table_oid(SECTION_TABLE) else {
         return 0;
     };
     // SAFETY: a heap scan of an existing table under ACCESS SHARE, with the statement's snapshot;
