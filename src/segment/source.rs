@@ -5,7 +5,6 @@
 
 use std::time::{Duration, Instant};
 
-use pgrx::bgworkers::BackgroundWorker;
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 
@@ -37,37 +36,21 @@ impl RangeSource for LocalTable {
 
 /// Allocates the next range of a tag in a committed, flushed transaction.
 fn allocate(need: &Need) -> Outcome {
-    PgTryBuilder::new(|| allocate_in_transaction(need))
-        .catch_others(|error| {
-            // SAFETY: the worker's own transaction, which the caught error left open.
-            unsafe { pg_sys::AbortCurrentTransaction() };
-            let message = match &error {
-                pg_sys::panic::CaughtError::PostgresError(report)
-                | pg_sys::panic::CaughtError::ErrorReport(report)
-                | pg_sys::panic::CaughtError::RustPanic { ereport: report, .. } => report.message().to_string(),
+    let outcome = tables::in_worker_transaction(
+        || {
+            let Some(table) = table::tag_table_oid() else {
+                return Outcome::NoTag; // the extension is gone from this database
             };
-            Outcome::Failed(message)
-        })
-        .execute()
-}
-
-fn allocate_in_transaction(need: &Need) -> Outcome {
-    let outcome = BackgroundWorker::transaction(|| {
-        let Some(table) = table::tag_table_oid() else {
-            return Outcome::NoTag; // the extension is gone from this database
-        };
-        match allocate_row(table, &need.tag, need.step as i64, true) {
-            // Raised, not returned: the transaction must not commit a row it found wrong (the
-            // catch in `allocate` rolls it back and reports the message).
-            Err(message) => pgrx::error!("{message}"),
-            Ok(row) => outcome_of(row),
-        }
-    });
+            match allocate_row(table, &need.tag, need.step as i64, true) {
+                // Raised, not returned: the transaction must not commit a row it found wrong.
+                Err(message) => pgrx::error!("{message}"),
+                Ok(row) => outcome_of(row),
+            }
+        },
+        Outcome::Failed,
+    );
     if let Outcome::Range(..) = outcome {
-        // The commit record must be on disk before any number of the range is handed out, even
-        // if synchronous_commit was off for this transaction.
-        // SAFETY: XactLastCommitEnd is this process's last commit record, just written.
-        unsafe { pg_sys::XLogFlush(pg_sys::XactLastCommitEnd) };
+        tables::flush_last_commit();
     }
     outcome
 }

@@ -3,7 +3,6 @@
 
 use std::sync::atomic::Ordering;
 
-use pgrx::bgworkers::BackgroundWorker;
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 
@@ -67,59 +66,29 @@ const TRANSACTION_BUDGET: std::time::Duration = std::time::Duration::from_secs(1
 
 impl SectionSource for LocalSections {
     fn raise(&mut self, needs: &[Need]) -> Vec<Outcome> {
-        PgTryBuilder::new(|| raise_in_transaction(needs))
-            .catch_others(|error| {
-                // SAFETY: the worker's own transaction, which the caught error left open.
-                unsafe { pg_sys::AbortCurrentTransaction() };
-                let message = error_message(&error);
-                needs
-                    .iter()
-                    .map(|_| Outcome::Failed(message.clone()))
-                    .collect()
-            })
-            .execute()
+        let outcomes = tables::in_worker_transaction(|| raise_all(needs), |message| needs.iter().map(|_| Outcome::Failed(message.clone())).collect());
+        if outcomes.iter().any(|outcome| matches!(outcome, Outcome::Raised(..))) {
+            tables::flush_last_commit();
+        }
+        outcomes
     }
 }
 
-fn error_message(error: &pg_sys::panic::CaughtError) -> String {
-    match error {
-        pg_sys::panic::CaughtError::PostgresError(report)
-        | pg_sys::panic::CaughtError::ErrorReport(report)
-        | pg_sys::panic::CaughtError::RustPanic {
-            ereport: report, ..
-        } => report.message().to_string(),
-    }
-}
-
-fn raise_in_transaction(needs: &[Need]) -> Vec<Outcome> {
-    let outcomes = BackgroundWorker::transaction(|| {
-        let (Some(spaces), Some(sections)) = (
-            tables::extension_table_oid(SPACE_TABLE),
-            tables::extension_table_oid(SECTION_TABLE),
-        ) else {
-            return needs.iter().map(|_| Outcome::NoSpace).collect(); // the extension is gone from this database
-        };
-        let started = std::time::Instant::now();
-        needs
-            .iter()
-            .map(|need| {
-                if worker::told_to_stop() || started.elapsed() > TRANSACTION_BUDGET {
-                    return Outcome::Skipped;
-                }
-                in_subtransaction(|| raise_row(spaces, sections, need)).unwrap_or_else(Outcome::Failed)
-            })
-            .collect::<Vec<_>>()
-    });
-    if outcomes
+/// Raises each section in a subtransaction of the caller's transaction.
+fn raise_all(needs: &[Need]) -> Vec<Outcome> {
+    let (Some(spaces), Some(sections)) = (tables::extension_table_oid(SPACE_TABLE), tables::extension_table_oid(SECTION_TABLE)) else {
+        return needs.iter().map(|_| Outcome::NoSpace).collect(); // the extension is gone from this database
+    };
+    let started = std::time::Instant::now();
+    needs
         .iter()
-        .any(|outcome| matches!(outcome, Outcome::Raised(..)))
-    {
-        // The commit record must be on disk before any number up to a new maximum is handed
-        // out, whatever synchronous_commit says: the same rule as a segment range.
-        // SAFETY: XactLastCommitEnd is this process's last commit record, just written.
-        unsafe { pg_sys::XLogFlush(pg_sys::XactLastCommitEnd) };
-    }
-    outcomes
+        .map(|need| {
+            if worker::told_to_stop() || started.elapsed() > TRANSACTION_BUDGET {
+                return Outcome::Skipped;
+            }
+            in_subtransaction(|| raise_row(spaces, sections, need)).unwrap_or_else(Outcome::Failed)
+        })
+        .collect()
 }
 
 /// Runs `f` in a subtransaction: an error in it (a locked row), or an `Err` it returns (a raise it
@@ -150,7 +119,7 @@ fn in_subtransaction<T>(f: impl FnOnce() -> Result<T, String>) -> Result<T, Stri
             restore();
             pg_sys::RollbackAndReleaseCurrentSubTransaction();
             restore();
-            Err(error_message(&error))
+            Err(tables::caught_message(&error))
         })
         .execute()
     }
