@@ -314,3 +314,14 @@ impl SeqLock {
         shmem::LockGuard::shared(shmem::seq_lock())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    /// Claim: a cached section takes 2,240 bytes of shared memory, as docs/sequences.md says
+    /// (its header, 256 counters, on 64-byte lines).
+    #[test]
+    fn a_section_takes_the_memory_the_manual_says() {
+        assert_eq!(std::mem::size_of::<super::Section>(), 2240);
+        assert_eq!(std::mem::align_of::<super::Section>(), 64);
+    }
+}

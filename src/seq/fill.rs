@@ -26,21 +26,21 @@ fn usage_error(message: String) -> ! {
 /// its key is computed after BEFORE triggers run, and its number would be computed over ours.
 ///
 /// # Safety
-/// `desc` is the trigger relation's descriptor.
-unsafe fn attribute(desc: pg_sys::TupleDesc, name: &CStr, relation: &str) -> i32 {
+/// `relation` is the trigger's relation, open.
+unsafe fn attribute(relation: pg_sys::Relation, name: &CStr, relation_name: &str) -> i32 {
     // SAFETY: per the function's contract; the attribute is looked up by SPI_fnumber first.
     unsafe {
-        let attnum = pg_sys::SPI_fnumber(desc, name.as_ptr());
+        let attnum = pg_sys::SPI_fnumber((*relation).rd_att, name.as_ptr());
         if attnum <= 0 {
             errors::raise(
                 PgSqlErrorCode::ERRCODE_UNDEFINED_COLUMN,
-                format!("seq_fill: column \"{}\" of relation \"{relation}\" does not exist", name.to_string_lossy()),
+                format!("seq_fill: column \"{}\" of relation \"{relation_name}\" does not exist", name.to_string_lossy()),
                 None,
                 None,
             )
         }
-        if (*(*desc).attrs.as_ptr().add(attnum as usize - 1)).attgenerated != 0 {
-            usage_error(format!("seq_fill: column \"{}\" of relation \"{relation}\" is a generated column", name.to_string_lossy()));
+        if pg_sys::get_attgenerated((*relation).rd_id, attnum as i16) != 0 {
+            usage_error(format!("seq_fill: column \"{}\" of relation \"{relation_name}\" is a generated column", name.to_string_lossy()));
         }
         attnum
     }
@@ -66,8 +66,8 @@ c_functions! {
         let relation = trigger.tg_relation;
         let relation_name = CStr::from_ptr(pg_sys::get_rel_name((*relation).rd_id)).to_string_lossy().into_owned();
         let desc = (*relation).rd_att;
-        let key_attnum = attribute(desc, key_column, &relation_name);
-        let number_attnum = attribute(desc, number_column, &relation_name);
+        let key_attnum = attribute(relation, key_column, &relation_name);
+        let number_attnum = attribute(relation, number_column, &relation_name);
         let tuple = trigger.tg_trigtuple;
         let mut null = false;
         pg_sys::heap_getattr(tuple, number_attnum, desc, &mut null);
