@@ -26,3 +26,13 @@ SELECT segment_create_from_sequence('unloaded', 'unloaded_t_id_seq');
 SELECT pg_get_expr(adbin, adrelid) AS default_unchanged FROM pg_attrdef WHERE adrelid = 'unloaded_t'::regclass;
 \set SHOW_CONTEXT errors
 DROP TABLE unloaded_t;
+
+-- Spaces of per-key sequences too, and seq_key() computes; numbers need the library preloaded.
+SELECT seq_space_create('unloaded', step => 10);
+SELECT space, step, section_keys FROM seq_space;
+SELECT seq_key('room:general') AS room_general;
+SELECT seq_next('unloaded', 1);
+SELECT seq_current('unloaded', 'room:general');
+SELECT * FROM seq_status();
+SELECT seq_space_drop('unloaded');
+SELECT count(*) AS spaces_left FROM seq_space;
