@@ -32,7 +32,7 @@ SELECT seq_space_create('unloaded', step => 10);
 SELECT space, step, section_keys FROM seq_space;
 SELECT seq_key('room:general') AS room_general;
 SELECT seq_next('unloaded', 1);
-SELECT seq_current('unloaded', 'room:general');
+SELECT seq_current_text('unloaded', 'room:general');
 SELECT * FROM seq_status();
 SELECT seq_space_drop('unloaded');
 SELECT count(*) AS spaces_left FROM seq_space;
