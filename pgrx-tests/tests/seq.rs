@@ -44,12 +44,12 @@ fn create_numbers_table(db: &mut Client, table: &str) {
 }
 
 /// A `Work` statement: inserts `seq_next(space, key)` of each key into the numbers table `table`
-/// as rows of `phase` (the key as text `'k' || key`, through `seq_next(text, text)`, if `text`).
+/// as rows of `phase` (the key as text `'k' || key`, through `seq_next_text()`, if `text`).
 fn insert_next(table: &str, space: &str, phase: i32, text: bool) -> String {
-    let key = if text { "'k' || k::text" } else { "k" };
+    let next = if text { format!("seq_next_text('{space}', 'k' || k::text)") } else { format!("seq_next('{space}', k)") };
     format!(
         "INSERT INTO {table} (phase, client, seq, key, n)
-         SELECT {phase}, $1, $2 + o::int, k, seq_next('{space}', {key}) FROM unnest($3::bigint[]) WITH ORDINALITY AS u(k, o)
+         SELECT {phase}, $1, $2 + o::int, k, {next} FROM unnest($3::bigint[]) WITH ORDINALITY AS u(k, o)
          RETURNING seq, key, n"
     )
 }
@@ -233,7 +233,7 @@ fn assert_numbering(db: &mut Client, relation: &str) -> Vec<i64> {
 
 /// Claim: 4 clients, each with its own connection, inserting rows of `seq_next()` in batches of
 /// 1,000 — on 3 keys (every client on every key at once), on 20,000 random keys (157 sections),
-/// and on 4 text keys through `seq_next(space, text)` — never get a number of a key twice, and
+/// and on 4 text keys through `seq_next_text(space, text)` — never get a number of a key twice, and
 /// each client's numbers of a key strictly increase in the order it took them.
 #[test]
 fn concurrent_clients_never_get_a_number_of_a_key_twice() {
@@ -412,8 +412,8 @@ fn hostile_arguments_give_null_or_a_clear_error_and_extreme_keys_work() {
     let cluster = seq_cluster("seq-arguments", &[]);
     let mut db = cluster.connect();
     db.batch_execute("SELECT seq_space_create('x')").unwrap();
-    for function in ["seq_next", "seq_current"] {
-        for arguments in ["NULL, 1::bigint", "'x', NULL::bigint", "NULL, 'k'::text", "'x', NULL::text"] {
+    for (function, arguments) in [("seq_next", "NULL, 1"), ("seq_next", "'x', NULL"), ("seq_next_text", "NULL, 'k'"), ("seq_next_text", "'x', NULL")] {
+        for function in [function.to_string(), function.replace("next", "current")] {
             let value: Option<i64> = db.query_one(&format!("SELECT {function}({arguments})"), &[]).unwrap().get(0);
             assert_eq!(value, None, "{function}({arguments})");
         }
@@ -439,7 +439,10 @@ fn hostile_arguments_give_null_or_a_clear_error_and_extreme_keys_work() {
             assert_eq!(next(&mut db, "x", key), round, "key {key}, call {round}");
         }
     }
-    let row = db.query_one("SELECT seq_next('x', 'abc'::text), seq_next('x', seq_key('abc'))", &[]).unwrap();
+    let row = db.query_one("SELECT seq_next_text('x', 'abc'), seq_next('x', seq_key('abc'))", &[]).unwrap();
+    assert_eq!((row.get::<_, i64>(0), row.get::<_, i64>(1)), (1, 2));
+    // An untyped '5' is key 5, not the text "5" (there is no text overload to resolve it to).
+    let row = db.query_one("SELECT seq_next('x', '5'), seq_next('x', 5)", &[]).unwrap();
     assert_eq!((row.get::<_, i64>(0), row.get::<_, i64>(1)), (1, 2));
 }
 
@@ -488,21 +491,22 @@ fn a_space_created_again_numbers_from_1_in_every_backend() {
     }
 }
 
-/// Claim: a role with no right on pg_idgen's tables gets numbers from `seq_next()`, and 42501
-/// once EXECUTE on it is revoked from PUBLIC; a role without INSERT on seq_space cannot create a
-/// space (42501), and with it can.
+/// Claim: a role not granted EXECUTE on `seq_next()` (PUBLIC is not) gets 42501, and once
+/// granted it gets numbers with no right on pg_idgen's tables; a role without INSERT on seq_space
+/// cannot create a space (42501), and with it (and USAGE on the id sequence) can.
 #[test]
 fn rights_decide_who_may_call_and_create() {
     let cluster = seq_cluster("seq-rights", &[]);
     let mut admin = cluster.connect();
     admin.batch_execute("CREATE ROLE app LOGIN; SELECT seq_space_create('x')").unwrap();
     let mut app = cluster.connect_as("postgres", "app");
+    let error = app.query_one("SELECT seq_next('x', 1)", &[]).expect_err("no EXECUTE");
+    assert_eq!(sqlstate(&error), "42501", "{error:?}");
+    admin.batch_execute("GRANT EXECUTE ON FUNCTION seq_next(text, bigint) TO app").unwrap();
     assert_eq!(next(&mut app, "x", 1), 1);
     let error = app.batch_execute("SELECT seq_space_create('mine')").expect_err("no INSERT on seq_space");
     assert_eq!(sqlstate(&error), "42501", "{error:?}");
-    admin.batch_execute("REVOKE EXECUTE ON FUNCTION seq_next(text, bigint) FROM PUBLIC; GRANT INSERT ON seq_space TO app").unwrap();
-    let error = app.query_one("SELECT seq_next('x', 1::bigint)", &[]).expect_err("no EXECUTE");
-    assert_eq!(sqlstate(&error), "42501", "{error:?}");
+    admin.batch_execute("GRANT INSERT ON seq_space TO app; GRANT USAGE ON SEQUENCE seq_space_id TO app").unwrap();
     app.batch_execute("SELECT seq_space_create('mine')").unwrap();
 }
 
