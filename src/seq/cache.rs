@@ -190,9 +190,23 @@ pub(super) fn sections() -> &'static [Section] {
 pub(super) fn set_of(id: SectionId) -> &'static [Section] {
     let all = sections();
     let sets = (all.len() / WAYS).max(1);
-    let h = splitmix64((u64::from(id.database) << 32 | u64::from(id.space_id)) ^ id.space_hash ^ (id.section as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
-    let set = (h % sets as u64) as usize;
+    let set = set_index(id, sets);
     &all[set * all.len() / sets..(set + 1) * all.len() / sets]
+}
+
+/// Which of `sets` sets section `id` lives in. A run of `sets` consecutive sections of a space
+/// goes to every set once, from a set that a hash of database, space and run picks: a space's keys
+/// 0 to n then fit in n / section_keys cached sections, as the setting promises (a hash of each
+/// section, as CPUs do not, filled a third of the sets past 8 for a million dense keys in 8,192
+/// sections, and every pass over the keys evicted there). Sections far apart (text keys, a stride
+/// of `sets`) still land on sets at random.
+fn set_index(id: SectionId, sets: usize) -> usize {
+    let sets = sets as i64;
+    let (run, place) = (id.section.div_euclid(sets), id.section.rem_euclid(sets));
+    let start = splitmix64((u64::from(id.database) << 32 | u64::from(id.space_id)) ^ id.space_hash ^ u64::from(id.section_keys) ^ (run as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)) % sets as u64;
+    // start + place < 2 × sets: a subtraction where a second modulo would divide (the hot path).
+    let set = start + place as u64;
+    (if set >= sets as u64 { set - sets as u64 } else { set }) as usize
 }
 
 /// FNV-1a 64 of the bytes, then SplitMix64's finaliser (FNV alone leaves neighbouring texts'
@@ -317,6 +331,48 @@ impl SeqLock {
 
 #[cfg(test)]
 mod tests {
+    use super::{set_index, SectionId, WAYS};
+
+    fn sections_per_set(sets: usize, sections: impl Iterator<Item = SectionId>) -> Vec<usize> {
+        let mut counts = vec![0; sets];
+        for id in sections {
+            counts[set_index(id, sets)] += 1;
+        }
+        counts
+    }
+
+    fn section(space_id: u32, section: i64) -> SectionId {
+        SectionId { database: 5, space_id, section_keys: 256, space_hash: super::hash_bytes(&space_id.to_le_bytes()), section }
+    }
+
+    /// Claim: the sections of a space's dense keys, as many as the cache holds, never put more than
+    /// WAYS in a set, so none is evicted: for any number of sets, from either end of the keys, and
+    /// for two spaces sharing the cache.
+    #[test]
+    fn a_space_of_dense_keys_fits_a_cache_of_its_sections() {
+        for sets in [1, 7, 1000, 1024] {
+            let full = (sets * WAYS) as i64;
+            let counts = sections_per_set(sets, (0..full).map(|s| section(1, s)));
+            assert!(counts.iter().all(|&c| c == WAYS), "{sets} sets: {counts:?}");
+            let counts = sections_per_set(sets, (-full..0).map(|s| section(1, s)));
+            assert!(counts.iter().all(|&c| c == WAYS), "{sets} sets, negative keys: {counts:?}");
+            let half = full / 2;
+            let counts = sections_per_set(sets, (0..half).map(|s| section(1, s)).chain((0..half).map(|s| section(2, s))));
+            assert!(counts.iter().all(|&c| c <= WAYS), "{sets} sets, two spaces: {counts:?}");
+        }
+    }
+
+    /// Claim: sections a multiple of the set count apart do not all land in one set (the hash of
+    /// the run spreads them).
+    #[test]
+    fn sections_a_set_count_apart_spread_over_the_sets() {
+        let sets = 1024;
+        let counts = sections_per_set(sets, (0..sets as i64).map(|run| section(1, run * sets as i64)));
+        // Throwing 1,024 balls into 1,024 bins at random fills 1 - 1/e of them (647).
+        let used = counts.iter().filter(|&&c| c > 0).count();
+        assert!(used > 550, "{used} sets used of {sets}");
+    }
+
     /// Claim: a cached section takes 2,240 bytes of shared memory, as docs/sequences.md says
     /// (its header, 256 counters, on 64-byte lines).
     #[test]

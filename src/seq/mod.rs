@@ -22,9 +22,9 @@
 //! ## The cache
 //!
 //! `pg_idgen.seq_cache_sections` sections of up to 256 keys in shared memory. A section lives in
-//! one of the 8 sections of its set (chosen by a hash of database, space id, section size and
-//! section number),
-//! found by reading those 8 without a lock. A call's number is one `fetch_add` on its key's
+//! one of the 8 sections of its set: consecutive sections of a space go to consecutive sets, from
+//! a set that a hash of database, space and run of sections picks, so a space's dense keys fill
+//! the sets evenly. It is found by reading those 8 without a lock. A call's number is one `fetch_add` on its key's
 //! counter; a seqlock (`version`, odd while a section changes what it holds) tells the call that
 //! the section still held its key, or the number is dropped (a gap) and the call starts over.
 //! Taking a section for another — the least recently used of the set — happens under the
