@@ -2,9 +2,12 @@
 # The benchmark: one backend, N calls of each generator, against nextval() and gen_random_uuid()
 # measured in the same run. Prints each function's best time, calls/s, cost per call above the
 # empty generate_series baseline, and the ratios the project's targets are stated in; then the
-# rate with 1, 2 and 4 concurrent clients (pgbench), and the sustained snowflake rate.
+# rate with 1, 2 and 4 concurrent clients (pgbench), the sustained snowflake rate, and the per-key
+# sequences against what they replace (scripts/bench_seq.sh).
 #   ./dev bench [--pg N]   (N=5000000, 3 interleaved rounds; on 18 also core uuidv7())
 #   N=1000000 ROUNDS=1 ./dev bench
+#   N=200000 ROUNDS=1 PGBENCH_SECONDS=1 SEQ_KEYS=200000 ./dev bench   (a quick look at every part)
+#   ONLY_SEQ=1 ./dev bench  only the per-key sequences (SEQ_KEYS: the many keys, 1000000)
 #   BASELINE_REV=<git revision> ./dev bench
 #                          also times snowflake_next() and uuid_v7_next() of that revision against
 #                          this one, in two clusters side by side, COMPARE_ROUNDS (30) alternating
@@ -20,6 +23,20 @@ PORT=54330
 install_extension
 trap 'cluster_remove bench' EXIT
 
+# bench_start CONF-LINE...: (re)starts the bench cluster with pg_idgen preloaded and these settings.
+bench_start() {
+    cluster_stop bench
+    cluster_start bench $PORT "shared_preload_libraries = 'pg_idgen'" "$@"
+}
+
+# time_calls TITLE EXPRS-ARRAY: N calls of each expression in one backend of the running bench
+# cluster, best of ROUNDS (scripts/bench.sql); the table printed is kept for `column`.
+time_calls() {
+    say "$1"
+    PGOPTIONS="-c bench.n=$N -c bench.rounds=$ROUNDS" cluster_psql bench -v n="$N" -v exprs="$2" -f scripts/bench.sql |
+        tee "$WORK_ROOT/bench-last.txt"
+}
+
 # measure TITLE EXPRS-ARRAY CONF-LINE... [keep-running]: a fresh cluster per configuration.
 measure() {
     local title=$1 exprs=$2
@@ -29,11 +46,20 @@ measure() {
         if [ "$arg" = keep-running ]; then keep=1; else conf+=("$arg"); fi
     done
     cluster_remove bench
-    cluster_start bench $PORT "shared_preload_libraries = 'pg_idgen'" "${conf[@]}"
-    say "$title"
-    PGOPTIONS="-c bench.n=$N -c bench.rounds=$ROUNDS" cluster_psql bench -v n="$N" -v exprs="$exprs" -f scripts/bench.sql |
-        tee "$WORK_ROOT/bench-last.txt"
+    bench_start "${conf[@]}"
+    time_calls "$title" "$exprs"
     [ -n "$keep" ] || cluster_stop bench
+}
+
+# pgbench_run SCRIPT CLIENTS: pgbench's report of CLIENTS clients running SCRIPT for
+# PGBENCH_SECONDS against the bench cluster; fails, showing pgbench's errors, when a client did.
+pgbench_run() {
+    local errors=$WORK_ROOT/bench-pgbench.err
+    if ! "$PG_BIN/pgbench" -n -h "$WORK_ROOT/bench/socket" -p $PORT -U postgres -c "$2" -j "$2" -T "$PGBENCH_SECONDS" \
+        -f "$1" postgres 2>"$errors"; then
+        cat "$errors" >&2
+        return 1
+    fi
 }
 
 # pgbench_rate EXPR CLIENTS: numbers/s with CLIENTS concurrent clients, each transaction taking
@@ -41,16 +67,17 @@ measure() {
 pgbench_rate() {
     local script=$WORK_ROOT/bench-pgbench.sql
     echo "SELECT count($1) FROM (SELECT generate_series(1, 1000)) AS s;" >"$script"
-    "$PG_BIN/pgbench" -n -h "$WORK_ROOT/bench/socket" -p $PORT -U postgres -c "$2" -j "$2" -T "$PGBENCH_SECONDS" \
-        -f "$script" postgres 2>/dev/null | awk '/^tps/ { printf "%.0f", $3 * 1000 }'
+    pgbench_run "$script" "$2" | awk '/^tps/ { printf "%.0f", $3 * 1000 }'
 }
 
 # column VALUE-OF FUNCTION COLUMN-NUMBER from the last table printed.
 column() { awk -F'|' -v f="$1" -v c="$2" '{gsub(/^ +| +$/, "", $1)} $1 == f {gsub(/ /, "", $c); print $c}' "$WORK_ROOT/bench-last.txt"; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f%%", 100 * a / b }'; }
+multiple() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2fx", a / b }'; }
 
-# Sections 1 and 2 run unless ONLY_COMPARE is set (then only section 3 runs).
-if [ -z "${ONLY_COMPARE:-}" ]; then
+# Sections 1, 2 and 3 run unless ONLY_COMPARE is set (then only section 4 runs); ONLY_SEQ runs
+# section 3 alone.
+if [ -z "${ONLY_COMPARE:-}${ONLY_SEQ:-}" ]; then
     # 1. Cost per call of every generator. For snowflake, a layout whose cap (262,144,000 ids/s) is far above what one backend can
     #    call, so the generator never waits for the clock and only its own cost shows.
     # PostgreSQL 18 has a UUIDv7 generator of its own, uuidv7(): timed in the same run, as the yardstick.
@@ -93,12 +120,17 @@ if [ -z "${ONLY_COMPARE:-}" ]; then
          "the same backend calls it $raw_rate times/s when the cap is out of the way"
 fi
 
-# 3. Optional: the generators of another revision against this one, same layout as in 1. Both
+# 3. Per-key sequences against segment_next(), nextval() and what users do without them.
+if [ -z "${ONLY_COMPARE:-}" ]; then
+    source scripts/bench_seq.sh
+fi
+
+# 4. Optional: the generators of another revision against this one, same layout as in 1. Both
 #    builds are packaged into directories of their own, and two clusters run side by side, each
 #    loading its build through dynamic_library_path. Rounds alternate between them (which one
 #    goes first alternates too), so both see the same moments of this shared machine. Then each
 #    runs once under callgrind, whose instruction counts do not depend on the machine's load.
-if [ -n "${BASELINE_REV:-}" ]; then
+if [ -n "${BASELINE_REV:-}" ] && [ -z "${ONLY_SEQ:-}" ]; then
     PKG=$WORK_ROOT/bench-packages
     LIBDIR=$("$PG_CONFIG" --pkglibdir)
     # Why one target directory: the dependencies are the same, only pg_idgen itself is rebuilt.

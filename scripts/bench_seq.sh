@@ -1,0 +1,169 @@
+# Section 3 of scripts/bench.sh, which sources it (its helpers: bench_start, time_calls, column,
+# pgbench_run, ratio, multiple; N, ROUNDS, PGBENCH_SECONDS): per-key sequences, all in one cluster,
+# against what they are compared with, measured in the same run.
+#   a. the section cache's shared memory (pg_shmem_allocations, with 1 section and with enough for
+#      SEQ_KEYS keys);
+#   b. the cold pass: one seq_next() for each of SEQ_KEYS keys, so every section is loaded (one
+#      durable write each);
+#   c. ns per call, best of ROUNDS, one hot key and SEQ_KEYS keys (warm), against segment_next() and
+#      nextval();
+#   d. durable writes (loads and raises) per million calls, one hot key and SEQ_KEYS keys;
+#   e. rows/s with 1, 2 and 4 pgbench clients inserting one row numbered per key a transaction, for
+#      1, 10,000 and SEQ_KEYS keys (random, warm): seq_next(), the seq_fill() trigger, a counter row
+#      updated in the same statement, a sequence per key (up to 10,000 keys), and a row with no
+#      number; WAL bytes per row of each.
+# SEQ_KEYS (1000000) scales the many-keys runs; N, ROUNDS and PGBENCH_SECONDS the rest.
+
+SEQ_KEYS=${SEQ_KEYS:-1000000}
+# The keys a space's section holds (seq_space_create's default), and how many keys get a
+# sequence of their own.
+SECTION_KEYS=128
+SEQUENCE_KEYS=10000
+sections=$(((SEQ_KEYS + SECTION_KEYS - 1) / SECTION_KEYS))
+cache_sections=8
+while [ "$cache_sections" -lt "$sections" ]; do cache_sections=$((cache_sections * 2)); done
+
+bench_sql() { cluster_psql bench -qAt "$@"; }
+shmem_bytes() { bench_sql -c "SELECT size FROM pg_catalog.pg_shmem_allocations WHERE name = 'pg_idgen'"; }
+# seq_pass EXPR CALLS: "seconds loads raises waits evictions" of CALLS calls of EXPR.
+seq_pass() { bench_sql -F ' ' -c "SELECT * FROM seq_pass(\$\$$1\$\$, $2)"; }
+per_million() { awk -v a="$1" -v n="$2" 'BEGIN { printf "%.1f", a * 1e6 / n }'; }
+ns_per_call() { awk -v s="$1" -v n="$2" 'BEGIN { printf "%.1f", s * 1e9 / n }'; }
+
+# Why these settings: checkpoints only where the script asks for them (before each pgbench run),
+# and no autovacuum, whose WAL would land in whichever run it happened to run beside.
+seq_conf=("autovacuum = off" "max_wal_size = '20GB'" "checkpoint_timeout = '1h'")
+cluster_remove bench
+
+# a. Shared memory: the cache takes seq_cache_sections sections.
+bench_start "${seq_conf[@]}" "pg_idgen.seq_cache_sections = 1"
+one_section_bytes=$(shmem_bytes)
+bench_start "${seq_conf[@]}" "pg_idgen.seq_cache_sections = $cache_sections"
+sized_bytes=$(shmem_bytes)
+section_bytes=$(((sized_bytes - one_section_bytes) / (cache_sections - 1)))
+say "per-key sequences: $SEQ_KEYS keys of $SECTION_KEYS a section = $sections sections; pg_idgen.seq_cache_sections = $cache_sections"
+echo "pg_idgen's shared memory (pg_shmem_allocations): $one_section_bytes bytes with seq_cache_sections = 1," \
+     "$sized_bytes with $cache_sections: $section_bytes bytes a section;" \
+     "the cache of $cache_sections sections takes $(awk -v b="$((section_bytes * cache_sections))" 'BEGIN { printf "%.1f", b / 1048576 }') MiB" \
+     "(the default, 1024 sections: $(awk -v b="$((section_bytes * 1024))" 'BEGIN { printf "%.1f", b / 1048576 }') MiB)"
+
+bytes_per_sequence=$(bench_sql -v keys="$SEQ_KEYS" -v sequences="$SEQUENCE_KEYS" -f scripts/bench_seq.sql)
+# The many keys are visited in a scattered order, every key once in SEQ_KEYS calls: key = g * stride
+# mod SEQ_KEYS, stride prime to SEQ_KEYS and about 0.618 of it (consecutive calls far apart).
+stride=$(bench_sql -c "SELECT min(s) FROM generate_series($SEQ_KEYS * 618 / 1000, $SEQ_KEYS) AS s WHERE gcd(s, $SEQ_KEYS) = 1")
+scattered_key="(g::bigint * $stride) % $SEQ_KEYS"
+hot="seq_next('bench', 0)"
+many="seq_next('bench', $scattered_key)"
+
+# b. The cold pass.
+say "per-key sequences: the cold pass, one seq_next() for each of $SEQ_KEYS keys (every section loaded)"
+cold=$(seq_pass "$many" "$SEQ_KEYS")
+read -r seconds loads raises waits evictions <<<"$cold"
+echo "cold pass: $(awk -v s="$seconds" 'BEGIN { printf "%.2f", s }') s = $(ns_per_call "$seconds" "$SEQ_KEYS") ns per call;" \
+     "$loads loads (durable writes; $sections sections) = $(awk -v s="$seconds" -v l="$loads" 'BEGIN { printf "%.3f", s * 1000 / l }') ms a load;" \
+     "$evictions evictions, $raises raises"
+
+# c. Cost per call, warm. The scattered key alone is timed too: the many keys' cost is above it.
+time_calls "per-key sequences: cost per call on PostgreSQL $PG_MAJOR, one hot key and $SEQ_KEYS keys (warm), N=$N" \
+    "{g,\"$scattered_key\",\"$hot\",\"$many\",\"segment_next('bench_1k')\",\"nextval('bench_seq')\"}"
+segment_ns=$(column "segment_next('bench_1k')" 4)
+nextval_ns=$(column "nextval('bench_seq')" 4)
+hot_ns=$(column "$hot" 4)
+many_ns=$(awk -v a="$(column "$many" 4)" -v b="$(column "$scattered_key" 4)" 'BEGIN { printf "%.1f", a - b }')
+echo "seq_next() one hot key: $hot_ns ns above baseline = $(multiple "$hot_ns" "$segment_ns") segment_next('bench_1k')'s," \
+     "$(ratio "$hot_ns" "$nextval_ns") of nextval()'s (goal: <= 2x segment_next)"
+echo "seq_next() $SEQ_KEYS keys, warm: $many_ns ns above the scattered key alone = $(multiple "$many_ns" "$segment_ns") segment_next('bench_1k')'s," \
+     "$(ratio "$many_ns" "$nextval_ns") of nextval()'s (goal: <= 2x segment_next)"
+
+# d. Durable writes: a load or a raise is one committed, flushed transaction of the worker.
+say "per-key sequences: durable writes (seq_status() loads + raises) per million calls, $N calls each, warm"
+printf '%-16s %10s %8s %8s %8s %10s %22s\n' keys ns/call loads raises waits evictions "durable writes/1M calls"
+for pass in hot many; do
+    if [ $pass = hot ]; then expr=$hot label="1 (hot)"; else expr=$many label=$SEQ_KEYS; fi
+    warm=$(seq_pass "$expr" "$N")
+    read -r seconds loads raises waits evictions <<<"$warm"
+    printf '%-16s %10s %8s %8s %8s %10s %22s\n' "$label" "$(ns_per_call "$seconds" "$N")" "$loads" "$raises" "$waits" "$evictions" \
+        "$(per_million $((loads + raises)) "$N")"
+done
+
+# e. Inserts numbered per key, one row a transaction.
+declare -A NUMBERING=(
+    [seq]="INSERT INTO rows_seq (k, n, payload) VALUES (:k, seq_next('bench', :k), 1);"
+    [fill]="INSERT INTO rows_fill (k, payload) VALUES (:k, 1);"
+    [counter]="WITH c AS (UPDATE counters SET n = n + 1 WHERE k = :k RETURNING n) INSERT INTO rows_counter (k, n, payload) SELECT :k, c.n, 1 FROM c;"
+    [sequences]="INSERT INTO rows_sequences (k, n, payload) VALUES (:k, nextval(format('k_%s', :k)), 1);"
+    [plain]="INSERT INTO rows_plain (k, n, payload) VALUES (:k, 0, 1);"
+)
+declare -A LABEL=([seq]="seq_next()" [fill]="seq_fill() trigger" [counter]="UPDATE counter" [sequences]="sequence per key" [plain]="no number")
+FAMILIES=(seq fill counter sequences plain)
+KEY_COUNTS=(1 "$SEQUENCE_KEYS" "$SEQ_KEYS")
+CLIENTS=(1 2 4)
+runs=$WORK_ROOT/bench-seq-runs.txt
+scripts=$WORK_ROOT/bench-seq-scripts
+rm -rf "$scripts" && mkdir -p "$scripts" && : >"$runs"
+fits() { [ "$1" != sequences ] || [ "$2" -le "$SEQUENCE_KEYS" ]; }
+wal_lsn() { bench_sql -c "SELECT pg_current_wal_insert_lsn()"; }
+durable_writes() { bench_sql -c "SELECT loads + raises FROM seq_status()"; }
+
+say "per-key sequences: rows/s inserting one row numbered per key a transaction, pgbench ${PGBENCH_SECONDS}s each"
+for keys in "${KEY_COUNTS[@]}"; do
+    for family in "${FAMILIES[@]}"; do
+        fits "$family" "$keys" || continue
+        script=$scripts/$family-$keys.sql
+        { [ "$keys" = 1 ] && echo '\set k 0' || echo "\\set k random(0, $((keys - 1)))"; echo "${NUMBERING[$family]}"; } >"$script"
+        for clients in "${CLIENTS[@]}"; do
+            bench_sql -c CHECKPOINT
+            wal_before=$(wal_lsn) writes_before=$(durable_writes)
+            report=$(pgbench_run "$script" "$clients")
+            wal_after=$(wal_lsn) writes_after=$(durable_writes)
+            tps=$(awk '/^tps/ { printf "%.0f", $3 }' <<<"$report")
+            rows=$(awk '/^number of transactions actually processed/ { print $NF }' <<<"$report")
+            wal=$(bench_sql -c "SELECT pg_wal_lsn_diff('$wal_after', '$wal_before')")
+            echo "$family $keys $clients $tps $rows $wal $((writes_after - writes_before))" >>"$runs"
+            printf '  %-20s %8s keys %s client(s) %10s rows/s\n' "${LABEL[$family]}" "$keys" "$clients" "$tps" >&2
+        done
+    done
+done
+
+# run_field FAMILY KEYS CLIENTS FIELD-NUMBER (4 rows/s, 5 rows, 6 WAL bytes, 7 durable writes).
+run_field() { awk -v f="$1" -v k="$2" -v c="$3" -v i="$4" '$1 == f && $2 == k && $3 == c { print $i }' "$runs"; }
+# wal_per_row FAMILY KEYS: WAL bytes per row over the runs of every client count.
+wal_per_row() { awk -v f="$1" -v k="$2" '$1 == f && $2 == k { w += $6; r += $5 } END { printf "%.1f", w / r }' "$runs"; }
+
+printf '\n%-10s %-20s %12s %12s %12s %14s %s\n' keys numbering "1 client" "2 clients" "4 clients" "WAL bytes/row" "durable writes/1M rows (1/2/4)"
+for keys in "${KEY_COUNTS[@]}"; do
+    for family in "${FAMILIES[@]}"; do
+        if ! fits "$family" "$keys"; then
+            printf '%-10s %-20s not run: %s sequences would be %s relations of %s bytes each on disk, catalog included (measured on the %s): %s GB\n' \
+                "$keys" "${LABEL[$family]}" "$keys" "$keys" "$bytes_per_sequence" "$SEQUENCE_KEYS" \
+                "$(awk -v b="$bytes_per_sequence" -v k="$keys" 'BEGIN { printf "%.1f", b * k / 1e9 }')"
+            continue
+        fi
+        writes=()
+        for clients in "${CLIENTS[@]}"; do
+            writes+=("$(per_million "$(run_field "$family" "$keys" "$clients" 7)" "$(run_field "$family" "$keys" "$clients" 5)")")
+        done
+        printf '%-10s %-20s %12s %12s %12s %14s %s\n' "$keys" "${LABEL[$family]}" \
+            "$(run_field "$family" "$keys" 1 4)" "$(run_field "$family" "$keys" 2 4)" "$(run_field "$family" "$keys" 4 4)" \
+            "$(wal_per_row "$family" "$keys")" "$(IFS=/; echo "${writes[*]}")"
+    done
+done
+echo "(rows/s; WAL bytes per row over the three runs, each run after a CHECKPOINT, so first touches of a page" \
+     "after it write a full-page image; durable writes: seq_status() loads + raises)"
+
+echo
+for keys in "${KEY_COUNTS[@]}"; do
+    ratios=()
+    for clients in "${CLIENTS[@]}"; do
+        ratios+=("$(multiple "$(run_field seq "$keys" "$clients" 4)" "$(run_field counter "$keys" "$clients" 4)")")
+    done
+    echo "seq_next() / UPDATE counter, $keys key(s), rows/s with 1 / 2 / 4 clients: ${ratios[*]}"
+done
+echo "seq_next() with 4 clients on one hot key: $(multiple "$(run_field seq 1 4 4)" "$(run_field counter 1 4 4)") the UPDATE counter's rows/s (goal: >= 10x)"
+for keys in "${KEY_COUNTS[@]}"; do
+    plain=$(wal_per_row plain "$keys")
+    echo "WAL bytes per row, $keys key(s): seq_next() $(wal_per_row seq "$keys"), UPDATE counter $(wal_per_row counter "$keys")," \
+         "no number $plain: seq_next() adds $(awk -v a="$(wal_per_row seq "$keys")" -v b="$plain" 'BEGIN { printf "%+.1f", a - b }')" \
+         "bytes a row to the row's own insert (goal: a little)"
+done
+cluster_stop bench
