@@ -17,7 +17,7 @@
 SEQ_KEYS=${SEQ_KEYS:-1000000}
 # The keys a space's section holds (seq_space_create's default), and how many keys get a
 # sequence of their own.
-SECTION_KEYS=128
+SECTION_KEYS=256
 SEQUENCE_KEYS=10000
 sections=$(((SEQ_KEYS + SECTION_KEYS - 1) / SECTION_KEYS))
 cache_sections=8
@@ -165,5 +165,25 @@ for keys in "${KEY_COUNTS[@]}"; do
     echo "WAL bytes per row, $keys key(s): seq_next() $(wal_per_row seq "$keys"), UPDATE counter $(wal_per_row counter "$keys")," \
          "no number $plain: seq_next() adds $(awk -v a="$(wal_per_row seq "$keys")" -v b="$plain" 'BEGIN { printf "%+.1f", a - b }')" \
          "bytes a row to the row's own insert (goal: a little)"
+done
+
+# f. The same hot key with durable commits (fsync = on, as a production server has it; the runs
+#    above, like every bench cluster, run with fsync = off): the UPDATE counter's row stays locked
+#    through its commit's flush, so its inserts queue behind one another, while seq_next()'s share
+#    their flushes (group commit).
+bench_start "${seq_conf[@]}" "pg_idgen.seq_cache_sections = $cache_sections" "fsync = on"
+say "per-key sequences: one hot key with fsync = on, rows/s"
+durable=()
+for family in seq counter; do
+    for clients in "${CLIENTS[@]}"; do
+        tps=$(pgbench_run "$scripts/$family-1.sql" "$clients" | awk '/^tps/ { printf "%.0f", $3 }')
+        durable+=("$family $clients $tps")
+        printf '  %-20s %s client(s) %10s rows/s\n' "${LABEL[$family]}" "$clients" "$tps" >&2
+    done
+done
+durable_tps() { printf '%s\n' "${durable[@]}" | awk -v f="$1" -v c="$2" '$1 == f && $2 == c { print $3 }'; }
+for clients in "${CLIENTS[@]}"; do
+    echo "fsync = on, one hot key, $clients client(s): seq_next() $(durable_tps seq "$clients") rows/s, UPDATE counter" \
+         "$(durable_tps counter "$clients") rows/s = $(multiple "$(durable_tps seq "$clients")" "$(durable_tps counter "$clients")")"
 done
 cluster_stop bench
