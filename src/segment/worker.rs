@@ -379,7 +379,12 @@ fn serve(database: &str, idle_exit: Option<Duration>) {
     }
     let mut sampled_second = 0;
     let mut busy_at = std::time::Instant::now();
+    // Why between every allocation too: an allocation may wait for the segment authority up to
+    // pg_idgen.remote_timeout, and the sections' calls must not wait with it.
+    // SAFETY: set once in _PG_init, inherited by this process; read only.
+    let serve_others = || unsafe { ALSO_SERVE }.is_some_and(|round| round(database_oid));
     loop {
+        let mut others_wanted = serve_others();
         for need in ranges::needs(database_oid) {
             if told_to_stop() {
                 break;
@@ -400,12 +405,10 @@ fn serve(database: &str, idle_exit: Option<Duration>) {
             // Why after each tag: a waiting call need not wait for the other tags' allocations.
             // SAFETY: the condition variable lives in shared memory.
             unsafe { pg_sys::ConditionVariableBroadcast(state.segment_loaded()) };
+            others_wanted = serve_others();
         }
-        // SAFETY: set once in _PG_init, inherited by this process; read only.
-        if let Some(round) = unsafe { ALSO_SERVE } {
-            if round(database_oid) {
-                busy_at = std::time::Instant::now();
-            }
+        if others_wanted {
+            busy_at = std::time::Instant::now();
         }
         ranges::sample_rates(&mut sampled_second);
         if ranges::anything_wanted(database_oid) {

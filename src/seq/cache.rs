@@ -5,7 +5,7 @@ use std::sync::atomic::{fence, AtomicBool, AtomicI64, AtomicU32, AtomicU64, Atom
 
 use pgrx::pg_sys;
 
-use crate::{settings, shmem};
+use crate::{clock, settings, shmem};
 
 /// The most keys a section holds: its counters take 2 KiB.
 pub const MAX_SECTION_KEYS: usize = 256;
@@ -122,6 +122,8 @@ impl Section {
     fn load(&self) {
         self.limit.store(-1, Ordering::Relaxed);
         self.raise.store(0, Ordering::Relaxed);
+        // While LOADING, `raised_at_ms` is when the section was taken (see `find_or_take`).
+        self.raised_at_ms.store(clock::monotonic_millis(), Ordering::Relaxed);
         self.failures.store(0, Ordering::Relaxed);
         self.retry_at_ms.store(0, Ordering::Relaxed);
         self.want_raise.store(true, Ordering::Release);
@@ -240,8 +242,11 @@ pub(super) fn find(id: SectionId) -> Option<(&'static Section, u64)> {
 
 /// Finds section `id`, or takes the least recently used section of its set for it (LOADING: the
 /// worker is to load it). Returns it and its version; None when every section of the set is
-/// being loaded: evicting one of those would only make its caller take another, and calls could
-/// chase each other out of the set without end (the caller waits for a load to end instead).
+/// being loaded, and none for longer than `pg_idgen.segment_wait_timeout`: evicting one of those
+/// would only make its caller take another, and calls could chase each other out of the set
+/// without end (the caller waits for a load to end instead). A load that lasted longer than its
+/// callers wait (its database's worker cannot start, its row stays locked) may be evicted: it
+/// must not hold a way of the cache for good.
 pub(super) fn find_or_take(id: SectionId, space: &[u8]) -> Option<(&'static Section, u64)> {
     let _lock = SeqLock::exclusive();
     if let Some(found) = find(id) {
@@ -250,13 +255,16 @@ pub(super) fn find_or_take(id: SectionId, space: &[u8]) -> Option<(&'static Sect
     let header = header();
     let now = header.use_clock.fetch_add(1, Ordering::Relaxed) + 1;
     // A free or dropped section first, then the least recently used.
+    let stale_ms = clock::monotonic_millis() - settings::config().segments.wait_timeout_ms as i64;
     let victim = set_of(id)
         .iter()
-        .filter(|s| s.state.load(Ordering::Acquire) != LOADING)
+        .filter(|s| s.state.load(Ordering::Acquire) != LOADING || s.raised_at_ms.load(Ordering::Relaxed) < stale_ms)
         .min_by_key(|s| match s.state.load(Ordering::Acquire) {
             FREE | DROPPED => (0, 0),
-            _ => (1, s.last_used.load(Ordering::Relaxed)),
+            READY => (1, s.last_used.load(Ordering::Relaxed)),
+            _ => (2, s.last_used.load(Ordering::Relaxed)),
         })?;
+
     if victim.state.load(Ordering::Acquire) == READY {
         header.evictions.fetch_add(1, Ordering::Relaxed);
         header.served_before.fetch_add(victim.served(), Ordering::Relaxed);

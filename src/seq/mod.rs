@@ -41,7 +41,7 @@
 //! | `version`, `state`, `database`, `space_id`, `section_keys`, `section`, `base` | take, load, retire | the lock; readers check `version` |
 //! | `keys[i]` | every call (`fetch_add`); the load (store) | atomic; the load under the lock |
 //! | `limit`, `raise_at` | the worker's publish (`fetch_max`) | the lock |
-//! | `want_raise` | calls set it, the publish clears it | atomic flag |
+//! | `want_raise` | calls set it (a waiting one before every sleep); a publish clears it, then sets it again if a key is already past the new `raise_at`; a failed or skipped raise sets it | atomic flag |
 //! | `last_used` | calls, when the use clock moved | approximate |
 //! | `raise`, `raised_at_ms`, `failures`, `retry_at_ms`, `warned_at_ms` | the worker | one writer |
 //!

@@ -241,30 +241,32 @@ fn ask_for_raise(section: &Section) {
 #[cold]
 fn wait_for_limit(section: &Section, version: u64, number: i64, space: &[u8], deadline: &mut Deadline) -> bool {
     header().waits.fetch_add(1, Ordering::Relaxed);
-    // Asked again on every round of the wait: a raise the worker took up before this number was
-    // taken may not reach it.
-    wait_until(Some((section, version)), deadline, space, || {
-        let reached = section.limit.load(Ordering::Acquire) >= number;
-        if !reached {
-            section.want_raise.store(true, Ordering::Release);
-        }
-        reached
-    });
+    wait_until(Some((section, version)), deadline, space, || section.limit.load(Ordering::Acquire) >= number);
     section.version.load(Ordering::Acquire) == version
 }
 
-/// Sleeps on the workers' condition variable until `done()` or the section changed (with no
+/// Sleeps on the workers' condition variable until the section changed or `done()` (with no
 /// section: one round), honouring cancel and statement_timeout, at most until the deadline
-/// (`pg_idgen.segment_wait_timeout`).
+/// (`pg_idgen.segment_wait_timeout`). Before each sleep it asks the worker for the section again:
+/// a request the worker took up before this call's need arose may not cover it.
 fn wait_until(section: Option<(&Section, u64)>, deadline: &mut Deadline, space: &[u8], done: impl Fn() -> bool) {
     let deadline_ms = deadline.ms();
-    let changed = || section.is_none_or(|(section, version)| section.version.load(Ordering::Acquire) != version);
     let cv = shmem::shared().segment_loaded();
     // SAFETY: the condition variable lives in shared memory; every exit cancels the sleep.
     unsafe { pg_sys::ConditionVariablePrepareToSleep(cv) };
-    let mut first = true;
-    while first || (!done() && !changed()) {
-        first = false;
+    let mut slept = false;
+    loop {
+        match section {
+            // Changed first: a section that holds another key now must not be asked for.
+            Some((section, version)) => {
+                if section.version.load(Ordering::Acquire) != version || done() {
+                    break;
+                }
+                section.want_raise.store(true, Ordering::Release);
+            }
+            None if slept => break,
+            None => {}
+        }
         let remaining = deadline_ms - clock::monotonic_millis();
         if remaining <= 0 {
             unsafe { pg_sys::ConditionVariableCancelSleep() };
@@ -273,6 +275,7 @@ fn wait_until(section: Option<(&Section, u64)>, deadline: &mut Deadline, space: 
         worker::wake();
         // SAFETY: prepared to sleep on this condition variable above.
         unsafe { pg_sys::ConditionVariableTimedSleep(cv, remaining.min(100) as _, pg_sys::PG_WAIT_EXTENSION) };
+        slept = true;
     }
     unsafe { pg_sys::ConditionVariableCancelSleep() };
 }

@@ -58,10 +58,12 @@ pub trait SectionSource {
 /// and a commit's flush costs more than the rest of it.
 pub struct LocalSections;
 
-/// Raises per transaction at most: a long transaction would hold its rows' locks longer.
-const RAISES_PER_TRANSACTION: usize = 256;
-/// After this long in a transaction the rest of its raises wait for the next round: each locked
-/// row may cost `lock_timeout`, and a worker told to stop must not take a batch's worth of them.
+/// Raises per transaction at most: each is a subtransaction with its own transaction id, and past
+/// 64 a backend's cache of them overflows, which slows every snapshot of the server.
+const RAISES_PER_TRANSACTION: usize = 64;
+/// After this long in a transaction (or in a round) the rest of the raises wait for the next
+/// round: each locked row may cost `lock_timeout`, a worker told to stop must not take a batch's
+/// worth of them, and the worker's segment ranges wait meanwhile.
 const TRANSACTION_BUDGET: std::time::Duration = std::time::Duration::from_secs(1);
 
 impl SectionSource for LocalSections {
@@ -159,7 +161,7 @@ fn raise_row(spaces: pg_sys::Oid, sections: pg_sys::Oid, need: &Need) -> Result<
     let checked = |row: Result<(Option<i64>, Option<i64>), pgrx::spi::SpiError>| {
         match row {
         // Why check: a trigger could have changed the new max_seq under the statement.
-        Ok((Some(old), Some(new))) if new >= old && new > 0 => Some(Ok(Outcome::Raised(old, new))),
+        Ok((Some(old), Some(new))) if (new > old || old == i64::MAX) && new > 0 => Some(Ok(Outcome::Raised(old, new))),
         Ok((Some(_), Some(_))) => Some(Err("the section's new max_seq is not above its old one: something changed it under the raise".into())),
         _ => None,
     }
@@ -183,9 +185,9 @@ fn raise_row(spaces: pg_sys::Oid, sections: pg_sys::Oid, need: &Need) -> Result<
     }
 }
 
-/// Sections of `database` to load or raise now, not in a backoff. Taking a section's need clears
-/// its request: a call that wants more after this raise asks again (and a waiting call asks on
-/// every round of its wait), so no request is lost between the need and the publish.
+/// Sections of `database` to load or raise now, not in a backoff. The request stays set until the
+/// publish (which looks whether a key is already past the new prefetch point): cleared here, calls
+/// past the old point would ask again before the publish, and each prefetch would cost two raises.
 pub fn needs(database: pg_sys::Oid) -> Vec<Need> {
     let now_ms = clock::monotonic_millis();
     let max_step = settings::config().segments.max_step as i64;
@@ -196,7 +198,7 @@ pub fn needs(database: pg_sys::Oid) -> Vec<Need> {
         if !matches!(state, LOADING | READY)
             || section.database.load(Ordering::Acquire) != database.to_u32()
             || section.retry_at_ms.load(Ordering::Relaxed) > now_ms
-            || !section.want_raise.swap(false, Ordering::AcqRel)
+            || !section.want_raise.load(Ordering::Acquire)
         {
             continue;
         }
@@ -251,6 +253,13 @@ pub fn publish(need: &Need, outcome: &Outcome) -> bool {
             section.raise.store(step, Ordering::Relaxed);
             section.raised_at_ms.store(now_ms, Ordering::Relaxed);
             section.failures.store(0, Ordering::Relaxed);
+            // The request is answered, unless a key is already past the new prefetch point (a call
+            // that took its number meanwhile, or waits). Cleared first: a call past the point after
+            // this look finds it clear and asks itself.
+            section.want_raise.store(false, Ordering::Release);
+            if section.keys.iter().any(|key| key.load(Ordering::Acquire) > raise_at) {
+                section.want_raise.store(true, Ordering::Release);
+            }
             false
         }
         Outcome::NoSpace => {
@@ -276,8 +285,11 @@ pub fn serve_round(database: pg_sys::Oid) -> bool {
     header().use_clock.fetch_add(1, Ordering::Relaxed);
     let mut source = LocalSections;
     let needs = needs(database);
+    let started = std::time::Instant::now();
     for batch in needs.chunks(RAISES_PER_TRANSACTION) {
-        let outcomes = if worker::told_to_stop() { batch.iter().map(|_| Outcome::Skipped).collect() } else { source.raise(batch) };
+        // Why a budget for the round too: the worker's segment ranges wait for it.
+        let skip = worker::told_to_stop() || started.elapsed() > TRANSACTION_BUDGET;
+        let outcomes = if skip { batch.iter().map(|_| Outcome::Skipped).collect() } else { source.raise(batch) };
         for (need, outcome) in batch.iter().zip(&outcomes) {
             if publish(need, outcome) {
                 if let Outcome::Failed(message) = outcome {

@@ -213,6 +213,18 @@ fn seq_space_drop(space: Option<TextBytes>) {
         )
     };
     check_space_name(space.0);
+    // Why: under REPEATABLE READ the DELETE of the sections would not see a section the worker
+    // inserted after this transaction's snapshot, and a space created again under the name would
+    // continue from that row.
+    // SAFETY: reads this transaction's isolation level.
+    if unsafe { pg_sys::XactIsoLevel } >= pg_sys::XACT_REPEATABLE_READ as i32 {
+        errors::raise(
+            PgSqlErrorCode::ERRCODE_ACTIVE_SQL_TRANSACTION,
+            "seq_space_drop() must run at isolation level READ COMMITTED".into(),
+            Some("At a higher level it could miss sections the worker made after the transaction's snapshot.".into()),
+            None,
+        );
+    }
     let (spaces, sections) = require_tables();
     struct Reset;
     impl Drop for Reset {
@@ -338,7 +350,17 @@ c_functions! {
     fn pg_idgen_seq_changed / pg_finfo_pg_idgen_seq_changed (fcinfo) {
         let trigger = crate::c_function::trigger_data(fcinfo, "pg_idgen_seq_changed()");
         let relation = trigger.tg_relation;
-        let is_sections = CStr::from_ptr(pg_sys::get_rel_name((*relation).rd_id)) == SECTION_TABLE;
+        // By OID, not by name: a renamed table is still pg_idgen's, and its rows still numbers'.
+        let is_sections = tables::extension_table_oid(SECTION_TABLE) == Some((*relation).rd_id);
+        let event = trigger.tg_event;
+        if event & pg_sys::TRIGGER_EVENT_OPMASK != pg_sys::TRIGGER_EVENT_TRUNCATE && event & pg_sys::TRIGGER_EVENT_ROW == 0 {
+            errors::raise(
+                PgSqlErrorCode::ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED,
+                "pg_idgen_seq_changed() must fire FOR EACH ROW on UPDATE or DELETE".into(),
+                None,
+                None,
+            );
+        }
         let hint = "To number a space's keys from 1 again, drop it and create it anew (seq_space_drop, seq_space_create).";
         match trigger.tg_event & pg_sys::TRIGGER_EVENT_OPMASK {
             pg_sys::TRIGGER_EVENT_TRUNCATE => refuse(
