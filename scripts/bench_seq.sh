@@ -11,7 +11,7 @@
 #   e. rows/s with 1, 2 and 4 pgbench clients inserting one row numbered per key a transaction, for
 #      1, 10,000 and SEQ_KEYS keys (random, warm): seq_next(), the seq_fill() trigger, a counter row
 #      updated in the same statement, a sequence per key (up to 10,000 keys), and a row with no
-#      number; WAL bytes per row of each.
+#      number; WAL bytes per row of each, with and without its full-page images.
 # SEQ_KEYS (1000000) scales the many-keys runs; N, ROUNDS and PGBENCH_SECONDS the rest.
 
 SEQ_KEYS=${SEQ_KEYS:-1000000}
@@ -19,6 +19,7 @@ SEQ_KEYS=${SEQ_KEYS:-1000000}
 # sequence of their own.
 SECTION_KEYS=256
 SEQUENCE_KEYS=10000
+[ "$SEQ_KEYS" -gt "$SEQUENCE_KEYS" ] || { echo "SEQ_KEYS must be above $SEQUENCE_KEYS" >&2; exit 2; }
 sections=$(((SEQ_KEYS + SECTION_KEYS - 1) / SECTION_KEYS))
 cache_sections=8
 while [ "$cache_sections" -lt "$sections" ]; do cache_sections=$((cache_sections * 2)); done
@@ -103,9 +104,14 @@ scripts=$WORK_ROOT/bench-seq-scripts
 rm -rf "$scripts" && mkdir -p "$scripts" && : >"$runs"
 fits() { [ "$1" != sequences ] || [ "$2" -le "$SEQUENCE_KEYS" ]; }
 wal_lsn() { bench_sql -c "SELECT pg_current_wal_insert_lsn()"; }
+# fpi_bytes FROM-LSN TO-LSN: bytes of the full-page images in that WAL (pg_waldump's statistics).
+fpi_bytes() { as_postgres "$PG_BIN/pg_waldump" --stats -p "$WORK_ROOT/bench/data/pg_wal" -s "$1" -e "$2" | awk '/^Total/ { print $5 }'; }
 durable_writes() { bench_sql -c "SELECT loads + raises FROM seq_status()"; }
+seq_waits() { bench_sql -c "SELECT waits FROM seq_status()"; }
+uses_seq() { [ "$1" = seq ] || [ "$1" = fill ]; }
 
 say "per-key sequences: rows/s inserting one row numbered per key a transaction, pgbench ${PGBENCH_SECONDS}s each"
+waits_before=$(seq_waits)
 for keys in "${KEY_COUNTS[@]}"; do
     for family in "${FAMILIES[@]}"; do
         fits "$family" "$keys" || continue
@@ -119,18 +125,23 @@ for keys in "${KEY_COUNTS[@]}"; do
             tps=$(awk '/^tps/ { printf "%.0f", $3 }' <<<"$report")
             rows=$(awk '/^number of transactions actually processed/ { print $NF }' <<<"$report")
             wal=$(bench_sql -c "SELECT pg_wal_lsn_diff('$wal_after', '$wal_before')")
-            echo "$family $keys $clients $tps $rows $wal $((writes_after - writes_before))" >>"$runs"
+            fpi=$(fpi_bytes "$wal_before" "$wal_after")
+            echo "$family $keys $clients $tps $rows $wal $fpi $((writes_after - writes_before))" >>"$runs"
             printf '  %-20s %8s keys %s client(s) %10s rows/s\n' "${LABEL[$family]}" "$keys" "$clients" "$tps" >&2
         done
     done
 done
 
-# run_field FAMILY KEYS CLIENTS FIELD-NUMBER (4 rows/s, 5 rows, 6 WAL bytes, 7 durable writes).
+# run_field FAMILY KEYS CLIENTS FIELD-NUMBER (4 rows/s, 5 rows, 6 WAL bytes, 7 of them full-page
+# images, 8 durable writes).
 run_field() { awk -v f="$1" -v k="$2" -v c="$3" -v i="$4" '$1 == f && $2 == k && $3 == c { print $i }' "$runs"; }
-# wal_per_row FAMILY KEYS: WAL bytes per row over the runs of every client count.
-wal_per_row() { awk -v f="$1" -v k="$2" '$1 == f && $2 == k { w += $6; r += $5 } END { printf "%.1f", w / r }' "$runs"; }
+# wal_per_row FAMILY KEYS [without-fpi]: WAL bytes per row over the runs of every client count.
+wal_per_row() {
+    awk -v f="$1" -v k="$2" -v no_fpi="${3:-}" '$1 == f && $2 == k { w += $6 - (no_fpi ? $7 : 0); r += $5 } END { printf "%.1f", w / r }' "$runs"
+}
 
-printf '\n%-10s %-20s %12s %12s %12s %14s %s\n' keys numbering "1 client" "2 clients" "4 clients" "WAL bytes/row" "durable writes/1M rows (1/2/4)"
+printf '\n%-10s %-20s %12s %12s %12s %14s %14s %s\n' keys numbering "1 client" "2 clients" "4 clients" "WAL bytes/row" "without FPIs" \
+    "durable writes/1M rows (1/2/4 clients)"
 for keys in "${KEY_COUNTS[@]}"; do
     for family in "${FAMILIES[@]}"; do
         if ! fits "$family" "$keys"; then
@@ -139,17 +150,21 @@ for keys in "${KEY_COUNTS[@]}"; do
                 "$(awk -v b="$bytes_per_sequence" -v k="$keys" 'BEGIN { printf "%.1f", b * k / 1e9 }')"
             continue
         fi
-        writes=()
-        for clients in "${CLIENTS[@]}"; do
-            writes+=("$(per_million "$(run_field "$family" "$keys" "$clients" 7)" "$(run_field "$family" "$keys" "$clients" 5)")")
-        done
-        printf '%-10s %-20s %12s %12s %12s %14s %s\n' "$keys" "${LABEL[$family]}" \
+        writes=(-)
+        if uses_seq "$family"; then
+            writes=()
+            for clients in "${CLIENTS[@]}"; do
+                writes+=("$(per_million "$(run_field "$family" "$keys" "$clients" 8)" "$(run_field "$family" "$keys" "$clients" 5)")")
+            done
+        fi
+        printf '%-10s %-20s %12s %12s %12s %14s %14s %s\n' "$keys" "${LABEL[$family]}" \
             "$(run_field "$family" "$keys" 1 4)" "$(run_field "$family" "$keys" 2 4)" "$(run_field "$family" "$keys" 4 4)" \
-            "$(wal_per_row "$family" "$keys")" "$(IFS=/; echo "${writes[*]}")"
+            "$(wal_per_row "$family" "$keys")" "$(wal_per_row "$family" "$keys" without-fpi)" "$(IFS=/; echo "${writes[*]}")"
     done
 done
-echo "(rows/s; WAL bytes per row over the three runs, each run after a CHECKPOINT, so first touches of a page" \
-     "after it write a full-page image; durable writes: seq_status() loads + raises)"
+echo "(rows/s; WAL bytes per row over the three runs, each run after a CHECKPOINT, so the first change of a page" \
+     "after it writes a full-page image (FPI): shown without them too; durable writes: seq_status() loads + raises;" \
+     "calls that waited for the worker in all these runs: $(($(seq_waits) - waits_before)))"
 
 echo
 for keys in "${KEY_COUNTS[@]}"; do
@@ -159,12 +174,14 @@ for keys in "${KEY_COUNTS[@]}"; do
     done
     echo "seq_next() / UPDATE counter, $keys key(s), rows/s with 1 / 2 / 4 clients: ${ratios[*]}"
 done
-echo "seq_next() with 4 clients on one hot key: $(multiple "$(run_field seq 1 4 4)" "$(run_field counter 1 4 4)") the UPDATE counter's rows/s (goal: >= 10x)"
+# Why the row with no number too: no numbering inserts faster than it, so its ratio bounds seq_next()'s.
+echo "seq_next() with 4 clients on one hot key: $(multiple "$(run_field seq 1 4 4)" "$(run_field counter 1 4 4)") the UPDATE counter's rows/s" \
+     "(goal: >= 10x; the row with no number: $(multiple "$(run_field plain 1 4 4)" "$(run_field counter 1 4 4)"))"
 for keys in "${KEY_COUNTS[@]}"; do
-    plain=$(wal_per_row plain "$keys")
-    echo "WAL bytes per row, $keys key(s): seq_next() $(wal_per_row seq "$keys"), UPDATE counter $(wal_per_row counter "$keys")," \
-         "no number $plain: seq_next() adds $(awk -v a="$(wal_per_row seq "$keys")" -v b="$plain" 'BEGIN { printf "%+.1f", a - b }')" \
-         "bytes a row to the row's own insert (goal: a little)"
+    seq_wal=$(wal_per_row seq "$keys") plain_wal=$(wal_per_row plain "$keys")
+    echo "WAL bytes per row, $keys key(s): seq_next() $seq_wal, UPDATE counter $(wal_per_row counter "$keys")" \
+         "($(wal_per_row counter "$keys" without-fpi) without FPIs), no number $plain_wal: seq_next() adds" \
+         "$(awk -v a="$seq_wal" -v b="$plain_wal" 'BEGIN { printf "%+.1f", a - b }') bytes a row to the row's own insert (goal: a little)"
 done
 
 # f. The same hot key with durable commits (fsync = on, as a production server has it; the runs
