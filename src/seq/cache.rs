@@ -35,7 +35,9 @@ pub struct SectionId {
     pub section: i64,
 }
 
-/// One section of a space in shared memory: its durable limit and each key's counter.
+/// One section of a space in shared memory: its durable limit and each key's counter. Why this
+/// order: what a call reads (the identity, `limit`, `raise_at`, `last_used`) fills the first
+/// 64-byte line, so a call touches that line and its key's counter's, no more.
 #[repr(C, align(64))]
 pub struct Section {
     /// Odd while the section changes what it holds (taken, loaded, retired); even otherwise.
@@ -50,13 +52,13 @@ pub struct Section {
     pub(super) limit: AtomicI64,
     /// A number above this asks the worker to raise the section (prefetch).
     pub(super) raise_at: AtomicI64,
-    /// The persisted `max_seq` when the section was loaded: where its keys started.
-    pub(super) base: AtomicI64,
-    /// A raise is wanted (prefetch reached, or a call waits).
-    pub(super) want_raise: AtomicBool,
     /// The use clock (`Header::use_clock`) when a call last used the section: least recently used
     /// goes first.
     pub(super) last_used: AtomicU64,
+    /// A raise is wanted (prefetch reached, or a call waits).
+    pub(super) want_raise: AtomicBool,
+    /// The persisted `max_seq` when the section was loaded: where its keys started.
+    pub(super) base: AtomicI64,
     /// The last raise, and when it was published (monotonic ms): a raise used up fast doubles.
     pub(super) raise: AtomicI64,
     pub(super) raised_at_ms: AtomicI64,
@@ -166,8 +168,7 @@ fn area() -> *mut u8 {
 
 /// Bytes of shared memory the cache takes after the segment slots (with their alignment).
 pub fn cache_size() -> usize {
-    64 + std::mem::size_of::<Header>()
-        + settings::config().segments.seq_cache_sections * std::mem::size_of::<Section>()
+    64 + std::mem::size_of::<Header>() + settings::config().segments.seq_cache_sections * (std::mem::size_of::<Section>() + std::mem::size_of::<AtomicU64>())
 }
 
 pub(super) fn header() -> &'static Header {
@@ -188,12 +189,29 @@ pub(super) fn sections() -> &'static [Section] {
     }
 }
 
-/// The sections a section may live in: its set.
-pub(super) fn set_of(id: SectionId) -> &'static [Section] {
-    let all = sections();
-    let sets = (all.len() / WAYS).max(1);
+/// Each section's tag (`tag_of` of what it holds, 0 when free), after the sections: a set's tags
+/// share a cache line or two, so a lookup reads them, then the one section whose tag matches,
+/// instead of the first line of each of 8 sections 2 KiB apart (for keys that are not in the
+/// processor's cache, that was most of a call's time). A tag is a hint: the section's own identity,
+/// read under its seqlock, decides; tags change under the exclusive lock only.
+fn tags() -> &'static [AtomicU64] {
+    let count = settings::config().segments.seq_cache_sections;
+    // SAFETY: the area holds the header, the sections, then one tag per section, zeroed with the
+    // shared memory (0: no section).
+    unsafe { std::slice::from_raw_parts(area().add(std::mem::size_of::<Header>() + count * std::mem::size_of::<Section>()).cast::<AtomicU64>(), count) }
+}
+
+/// A section's tag: never 0.
+fn tag_of(id: SectionId) -> u64 {
+    splitmix64((u64::from(id.database) << 32 | u64::from(id.space_id)) ^ id.space_hash.rotate_left(17) ^ u64::from(id.section_keys) ^ (id.section as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)) | 1
+}
+
+/// The indexes of the sections a section may live in: its set.
+fn set_range(id: SectionId) -> std::ops::Range<usize> {
+    let count = settings::config().segments.seq_cache_sections;
+    let sets = (count / WAYS).max(1);
     let set = set_index(id, sets);
-    &all[set * all.len() / sets..(set + 1) * all.len() / sets]
+    set * count / sets..(set + 1) * count / sets
 }
 
 /// Which of `sets` sets section `id` lives in. A run of `sets` consecutive sections of a space
@@ -232,12 +250,11 @@ pub(super) fn splitmix64(mut z: u64) -> u64 {
 /// The cached section `id` and the version it was found under, lock-free.
 #[inline]
 pub(super) fn find(id: SectionId) -> Option<(&'static Section, u64)> {
-    set_of(id)
-        .iter()
-        .find_map(|section| match section.read_id() {
-            Some((held, version)) if held == id => Some((section, version)),
-            _ => None,
-        })
+    let (all, tags, tag) = (sections(), tags(), tag_of(id));
+    set_range(id).filter(|&i| tags[i].load(Ordering::Relaxed) == tag).find_map(|i| match all[i].read_id() {
+        Some((held, version)) if held == id => Some((&all[i], version)),
+        _ => None,
+    })
 }
 
 /// Finds section `id`, or takes the least recently used section of its set for it (LOADING: the
@@ -256,15 +273,15 @@ pub(super) fn find_or_take(id: SectionId, space: &[u8]) -> Option<(&'static Sect
     let now = header.use_clock.fetch_add(1, Ordering::Relaxed) + 1;
     // A free or dropped section first, then the least recently used.
     let stale_ms = clock::monotonic_millis() - settings::config().segments.wait_timeout_ms as i64;
-    let victim = set_of(id)
-        .iter()
-        .filter(|s| s.state.load(Ordering::Acquire) != LOADING || s.raised_at_ms.load(Ordering::Relaxed) < stale_ms)
-        .min_by_key(|s| match s.state.load(Ordering::Acquire) {
+    let all = sections();
+    let index = set_range(id)
+        .filter(|&i| all[i].state.load(Ordering::Acquire) != LOADING || all[i].raised_at_ms.load(Ordering::Relaxed) < stale_ms)
+        .min_by_key(|&i| match all[i].state.load(Ordering::Acquire) {
             FREE | DROPPED => (0, 0),
-            READY => (1, s.last_used.load(Ordering::Relaxed)),
-            _ => (2, s.last_used.load(Ordering::Relaxed)),
+            READY => (1, all[i].last_used.load(Ordering::Relaxed)),
+            _ => (2, all[i].last_used.load(Ordering::Relaxed)),
         })?;
-
+    let victim = &all[index];
     if victim.state.load(Ordering::Acquire) == READY {
         header.evictions.fetch_add(1, Ordering::Relaxed);
         header.served_before.fetch_add(victim.served(), Ordering::Relaxed);
@@ -280,6 +297,7 @@ pub(super) fn find_or_take(id: SectionId, space: &[u8]) -> Option<(&'static Sect
         }
         victim.space_len.store(space.len().min(MAX_SPACE_LEN) as u32, Ordering::Relaxed);
         victim.last_used.store(now, Ordering::Relaxed);
+        tags()[index].store(tag_of(id), Ordering::Relaxed);
         victim.load();
     });
     Some((victim, victim.version.load(Ordering::Acquire)))
@@ -309,14 +327,13 @@ pub fn retire_database(database: pg_sys::Oid) {
     {
         let _lock = SeqLock::exclusive();
         let header = header();
-        for section in sections() {
-            if section.state.load(Ordering::Acquire) != FREE
-                && section.database.load(Ordering::Acquire) == database.to_u32()
-            {
-                header
-                    .served_before
-                    .fetch_add(section.served(), Ordering::Relaxed);
-                section.change(|| section.state.store(FREE, Ordering::Release));
+        for (section, tag) in sections().iter().zip(tags()) {
+            if section.state.load(Ordering::Acquire) != FREE && section.database.load(Ordering::Acquire) == database.to_u32() {
+                header.served_before.fetch_add(section.served(), Ordering::Relaxed);
+                section.change(|| {
+                    tag.store(0, Ordering::Relaxed);
+                    section.state.store(FREE, Ordering::Release);
+                });
             }
         }
     }
