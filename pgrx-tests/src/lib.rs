@@ -97,8 +97,10 @@ impl Cluster {
         let out = as_postgres("mkdir", &["-p", root.to_str().unwrap()]);
         assert!(out.status.success(), "cannot create {}: {}", root.display(), String::from_utf8_lossy(&out.stderr));
         // Why the major in the name: ./dev test runs the suites of two majors at once, and the
-        // tests find a server's processes by its name (pgrep).
-        Cluster { dir: root.join(format!("system-pg{}-{name}", pg_major())), port: next_port(), fake_clock: None }
+        // tests find a server's processes by its name (pgrep). PG_IDGEN_TEST_TAG tells apart two
+        // checkouts that run the same suite on one machine at once.
+        let tag = std::env::var("PG_IDGEN_TEST_TAG").map(|t| format!("-{t}")).unwrap_or_default();
+        Cluster { dir: root.join(format!("system{tag}-pg{}-{name}", pg_major())), port: next_port(), fake_clock: None }
     }
 
     pub fn data(&self) -> String {
