@@ -50,6 +50,7 @@ static SEGMENT_FAST_RANGE: GucSetting<i32> = GucSetting::<i32>::new(15 * 60 * 10
 static SEGMENT_SLOW_RANGE: GucSetting<i32> = GucSetting::<i32>::new(30 * 60 * 1000);
 static NODE_LEASE_TTL: GucSetting<i32> = GucSetting::<i32>::new(30_000);
 static NODE_LEASE_MARGIN: GucSetting<i32> = GucSetting::<i32>::new(10_000);
+static NODE_LEASE_MAX_LEAD: GucSetting<i32> = GucSetting::<i32>::new(30_000);
 static REMOTE_TIMEOUT: GucSetting<i32> = GucSetting::<i32>::new(5_000);
 
 /// An integer setting: its range, and values inside the range that are still invalid.
@@ -66,7 +67,7 @@ struct IntSetting {
 
 const MAX_UNIT_MS: i32 = 86_400_000;
 
-const INT_SETTINGS: [IntSetting; 18] = [
+const INT_SETTINGS: [IntSetting; 19] = [
     IntSetting {
         name: c"pg_idgen.time_bits",
         setting: &TIME_BITS,
@@ -225,6 +226,17 @@ const INT_SETTINGS: [IntSetting; 18] = [
         gap: None,
     },
     IntSetting {
+        name: c"pg_idgen.node_lease_max_lead",
+        setting: &NODE_LEASE_MAX_LEAD,
+        // Why a bound at all: a registry restored from an older copy cannot see the ids made after
+        // it, and knows them to lie before its start plus this (src/node/registry.sql).
+        short: c"How far ahead of the node registry's clock leased snowflake ids may run, 0 to 1 h; read by the registry and by the servers that lease from it.",
+        flags: GucFlags::UNIT_MS,
+        min: 0,
+        max: 3_600_000,
+        gap: None,
+    },
+    IntSetting {
         name: c"pg_idgen.remote_timeout",
         setting: &REMOTE_TIMEOUT,
         short: c"The longest pg_idgen waits for a remote server (connecting, or one statement), 1 s to 10 min.",
@@ -318,6 +330,9 @@ pub struct LeaseConfig {
     pub registry: String,
     pub ttl_ms: u64,
     pub margin_ms: u64,
+    /// How far ahead of the registry's clock this server's ids may run (`advance_past` refuses
+    /// more; the registry enforces its own value).
+    pub max_lead_ms: u64,
     /// The longest one remote call may take; at most a third of the lease.
     pub remote_timeout_ms: u64,
 }
@@ -425,7 +440,7 @@ fn define_int_settings(context: impl Fn() -> GucContext) {
     macro_rules! hooks {
         ($($i:literal)*) => { [$(Some(check_int::<$i> as unsafe extern "C-unwind" fn(*mut i32, *mut *mut c_void, pg_sys::GucSource::Type) -> bool)),*] };
     }
-    let hooks = hooks!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17);
+    let hooks = hooks!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18);
     for (s, hook) in INT_SETTINGS.iter().zip(hooks) {
         // SAFETY: the settings are statics, and the hooks never unwind into PostgreSQL.
         unsafe {
@@ -741,8 +756,20 @@ fn load(level: PgLogLevel) -> Config {
         registry,
         ttl_ms: int(&NODE_LEASE_TTL),
         margin_ms: int(&NODE_LEASE_MARGIN),
+        max_lead_ms: int(&NODE_LEASE_MAX_LEAD),
         remote_timeout_ms: int(&REMOTE_TIMEOUT).min(int(&NODE_LEASE_TTL) / 3),
     });
+    // Ids run ahead of the clock by up to the borrow, and after a crash by up to the reserve (the
+    // mark they restart above): a lead the registry refused would stop snowflake ids instead.
+    let (borrow_ms, reserve_ms) = (int(&MAX_CLOCK_BORROW), int(&CLOCK_RESERVE));
+    if let Some(lease) = lease.as_ref().filter(|lease| lease.max_lead_ms < borrow_ms + reserve_ms) {
+        invalid(
+            level,
+            c"pg_idgen.node_lease_max_lead",
+            &lease.max_lead_ms.to_string(),
+            &format!("With a node registry it must be at least pg_idgen.max_clock_borrow plus pg_idgen.clock_reserve ({borrow_ms} + {reserve_ms} ms): ids run that far ahead of the clock after a crash."),
+        );
+    }
     Config {
         layout,
         node_id,

@@ -58,12 +58,15 @@ fn snowflake_next_range(n: i64) -> SetOfIterator<'static, i64> {
 /// from another server, say), durably. Like `setval()` after a restore; superusers only, unless
 /// granted.
 fn snowflake_advance_past(id: i64) {
-    shmem::shared();
+    let state = shmem::shared();
     let config = settings::config();
     let generator = node::snowflake_generator(config);
     let tick = crate::decode::snowflake_parts(&config.layout, id).tick;
     // The next tick: ids of `id`'s own tick from another node id may sort either side of it.
     let last_of_tick = generator.shape.stamp(tick, config.layout.max_sequence());
+    if let Some(lease) = &config.lease {
+        node::refuse_lead_past_lease(lease, generator.shape.end_us(last_of_tick) - state.generator_clock.now_us());
+    }
     crate::mark::advance_past(&generator, last_of_tick, "snowflake_advance_past()");
 }
 

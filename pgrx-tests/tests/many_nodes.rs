@@ -12,6 +12,11 @@ use pg_idgen_system_tests::{sqlstate, started_cluster, started_cluster_with_cloc
 /// Short leases, so that the tests see them run out: renewed every second.
 const TTL: &str = "pg_idgen.node_lease_ttl = '3s'";
 
+/// How far leased ids may run ahead of the registry's clock, on the registries and their servers:
+/// the least the defaults of borrow and reserve allow, so that a registry's wait after its start
+/// or a reset (lease, margin and this) stays short.
+const LEAD: &str = "pg_idgen.node_lease_max_lead = '6s'";
+
 /// A libpq connection string to a cluster's `postgres` database.
 fn conninfo(cluster: &Cluster) -> String {
     conninfo_as(cluster, "postgres")
@@ -24,7 +29,13 @@ fn conninfo_as(cluster: &Cluster, user: &str) -> String {
 /// The registry: a server with the extension, which holds the leases. The servers lease as a role
 /// that may only call the two functions, as docs/many-servers.md says.
 fn registry(name: &str) -> Cluster {
-    let registry = started_cluster(name, &[]);
+    registry_with(name, &[])
+}
+
+/// The same, with more settings.
+fn registry_with(name: &str, settings: &[&str]) -> Cluster {
+    // A later line of postgresql.conf wins: `settings` may set another lead.
+    let registry = started_cluster(name, &[&[LEAD], settings].concat());
     registry
         .connect()
         .batch_execute(
@@ -43,7 +54,8 @@ fn registry_conninfo(registry: &Cluster) -> String {
 
 /// The settings of a server that leases its node id from `registry`, with a margin and more.
 fn lease_settings(registry: &Cluster, margin: &str, more: &[&str]) -> Vec<String> {
-    let mut settings = vec![format!("pg_idgen.node_registry = '{}'", registry_conninfo(registry)), TTL.into(), format!("pg_idgen.node_lease_margin = '{margin}'")];
+    let mut settings =
+        vec![format!("pg_idgen.node_registry = '{}'", registry_conninfo(registry)), TTL.into(), LEAD.into(), format!("pg_idgen.node_lease_margin = '{margin}'")];
     settings.extend(more.iter().map(|s| s.to_string()));
     settings
 }
@@ -61,16 +73,17 @@ fn leasing(name: &str, registry: &Cluster, margin: &str, more: &[&str]) -> Clust
     started_cluster(name, &settings.iter().map(String::as_str).collect::<Vec<_>>())
 }
 
-/// The node id a server holds a lease of, once it holds one (at most 20 s).
+/// The node id a server holds a lease of, once it holds one (at most 40 s: a registry that just
+/// started hands out none for its lease, margin and lead).
 fn leased_node_id(cluster: &Cluster) -> i32 {
     let mut db = cluster.connect();
-    let deadline = Instant::now() + Duration::from_secs(20);
+    let deadline = Instant::now() + Duration::from_secs(40);
     loop {
         let row = db.query_one("SELECT state, node_id, last_error FROM node_lease_status()", &[]).unwrap();
         if row.get::<_, String>(0) == "held" {
             return row.get(1);
         }
-        assert!(Instant::now() < deadline, "no lease within 20 s: {:?} {:?}", row.get::<_, String>(0), row.get::<_, Option<String>>(2));
+        assert!(Instant::now() < deadline, "no lease within 40 s: {:?} {:?}", row.get::<_, String>(0), row.get::<_, Option<String>>(2));
         thread::sleep(Duration::from_millis(100));
     }
 }
@@ -205,8 +218,9 @@ fn three_servers_lease_their_own_node_ids_and_share_a_sharded_table_without_dupl
 
 /// Claim: while the registry is down, a server goes on making ids until its lease could have run
 /// out (the lease's length after its last renewal was sent), then refuses with 55000 naming the
-/// registry, and never makes an id after that time; once the registry is back, it renews the
-/// same node id and makes ids again, none of them a duplicate.
+/// registry, and never makes an id after that time; once the registry is back and its wait after
+/// a start has passed (lease, margin and lead: 11 s here; a registry that starts may be an older
+/// copy), the server takes the same node id again and makes ids again, none of them a duplicate.
 #[test]
 fn a_server_stops_when_its_lease_could_have_run_out_and_goes_on_when_the_registry_is_back() {
     let registry = registry("outage-registry");
@@ -254,7 +268,7 @@ fn a_server_stops_when_its_lease_could_have_run_out_and_goes_on_when_the_registr
     registry.start();
     let back = Instant::now();
     while insert(&mut db).is_err() {
-        assert!(back.elapsed() < Duration::from_secs(10), "no ids 10 s after the registry came back");
+        assert!(back.elapsed() < Duration::from_secs(25), "no ids 25 s after the registry came back");
         thread::sleep(Duration::from_millis(50));
     }
     for _ in 0..100 {
@@ -614,9 +628,9 @@ fn snowflake_client(cluster: &Cluster, stop: std::sync::Arc<std::sync::atomic::A
 }
 
 /// Claim: the registry's rows are deleted while server A holds a node id and two clients make ids
-/// on it. A server B started then gets a node id only once a lease and margin have passed since the
-/// registry found itself reset; A, whose renewal finds no row, stops and leases again after that
-/// wait too. No node id is used by both servers at the same time (one made its last id with it
+/// on it. A server B started then gets a node id only once a lease, margin and lead have passed
+/// since the registry found itself reset; A, whose renewal finds no row, stops and leases again
+/// after that wait too. No node id is used by both servers at the same time (one made its last id with it
 /// before the other asked for its first), and over both servers' ids there is no duplicate. TRUNCATE, and the extension dropped and
 /// created again, count as a reset too: a server that holds nothing gets no node id until the end of
 /// a wait that does not move on with each call. (0.6.0
@@ -676,6 +690,160 @@ fn a_registry_that_loses_its_rows_hands_out_no_node_id_still_in_use() {
         let again = r.query_one(take, &[]).unwrap();
         assert_eq!((again.get::<_, Option<i32>>(0), again.get::<_, i64>(1)), (None, first.get::<_, i64>(1)), "{reset}: the same wait");
     }
+}
+
+/// How far ahead of the registry's clock leased ids may run, on the registry and its servers
+/// (`pg_idgen.node_lease_max_lead`): enough for the leads the set-back tests make.
+const LEAD_20S: &str = "pg_idgen.node_lease_max_lead = '20s'";
+
+/// The node id a server holds a lease of, once it holds `wanted` (within `seconds`).
+fn lease_of(cluster: &Cluster, wanted: i32, seconds: u64) {
+    let mut db = cluster.connect();
+    let deadline = Instant::now() + Duration::from_secs(seconds);
+    loop {
+        let row = db.query_one("SELECT state, node_id, last_error FROM node_lease_status()", &[]).unwrap();
+        if row.get::<_, String>(0) == "held" && row.get::<_, Option<i32>>(1) == Some(wanted) {
+            return;
+        }
+        assert!(Instant::now() < deadline, "no lease of node id {wanted} within {seconds} s: {:?} {:?} {:?}", row.get::<_, String>(0), row.get::<_, Option<i32>>(1), row.get::<_, Option<String>>(2));
+        thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// `n` snowflake ids of a server, in the order it made them.
+fn snowflake_ids(cluster: &Cluster, n: i32) -> Vec<i64> {
+    cluster.connect().query("SELECT snowflake_next() FROM generate_series(1, $1)", &[&n]).unwrap().iter().map(|r| r.get(0)).collect()
+}
+
+/// Asserts that every id of `later` is above every id of `earlier`, and that the two sets share
+/// no id (counted over real rows of a table on `cluster`).
+fn assert_all_above(cluster: &Cluster, earlier: &[i64], later: &[i64], what: &str) {
+    let (max_earlier, min_later) = (*earlier.iter().max().unwrap(), *later.iter().min().unwrap());
+    let mut db = cluster.connect();
+    db.batch_execute("CREATE TABLE IF NOT EXISTS both_ids (id bigint NOT NULL)").unwrap();
+    db.execute("INSERT INTO both_ids SELECT unnest($1::bigint[])", &[&earlier]).unwrap();
+    db.execute("INSERT INTO both_ids SELECT unnest($1::bigint[])", &[&later]).unwrap();
+    let row = db.query_one("SELECT count(*), count(DISTINCT id) FROM both_ids", &[]).unwrap();
+    assert_eq!(row.get::<_, i64>(0), row.get::<_, i64>(1), "{what}: an id made twice");
+    assert!(min_later > max_earlier, "{what}: the later ids start at {min_later}, below the earlier ids' largest, {max_earlier}");
+}
+
+/// Claim: a node registry whose rows are set back (saved, then put back after the holder moved
+/// on, as a restore of an older copy does) never hands a node id out with a floor below an id
+/// its earlier holder made, even when that holder's ids ran ahead of the clock. Server A, with
+/// node id 5, advances its ids 15 s past its clock and makes 300,000 ids; A stops; the registry's
+/// rows are put back as they were before; server B, configured with node id 5, makes 300,000 ids,
+/// every one above every id of A's, none of them one of A's. (0.8.0 gave B the saved row's floor,
+/// below A's ids.)
+#[test]
+fn a_registry_set_back_hands_out_no_floor_below_ids_its_old_holder_made() {
+    let registry = registry_with("setback-registry", &[LEAD_20S]);
+    let a = leasing("setback-a", &registry, "1s", &["pg_idgen.node_id = 5", LEAD_20S]);
+    lease_of(&a, 5, 40);
+    let mut r = registry.connect();
+    r.batch_execute("CREATE TABLE saved AS SELECT * FROM node_lease").unwrap();
+    a.connect().batch_execute("SELECT snowflake_advance_past(snowflake_min(clock_timestamp() + interval '15 s'))").unwrap();
+    let ids_a = snowflake_ids(&a, 300_000);
+    a.stop();
+    r.batch_execute("DELETE FROM node_lease; INSERT INTO node_lease SELECT * FROM saved").unwrap();
+
+    let b = leasing("setback-b", &registry, "1s", &["pg_idgen.node_id = 5", LEAD_20S]);
+    lease_of(&b, 5, 60);
+    let ids_b = snowflake_ids(&b, 300_000);
+    assert_all_above(&b, &ids_a, &ids_b, "node id 5 after the registry's rows were set back");
+
+    // The bound the wait relies on: no lease for ids further ahead of the registry's clock than
+    // the lease and the lead (20 s here), and no advance that far on a leasing server.
+    let ahead_us = |seconds: i64| format!("(extract(epoch FROM clock_timestamp()) * 1e6)::bigint + {}", seconds * 1_000_000);
+    let take = format!(
+        "SELECT t.node_id FROM (SELECT layout FROM node_lease LIMIT 1) AS l, pg_idgen_node_lease_take('probe', 'probe', l.layout, NULL, 1023, 3000, 0, {}, false) AS t",
+        ahead_us(30)
+    );
+    let error = r.query_one(&take, &[]).expect_err("ids 30 s ahead");
+    assert_eq!(sqlstate(&error), "22023", "{error:?}");
+    assert!(error.as_db_error().unwrap().message().contains("pg_idgen.node_lease_max_lead"), "{error:?}");
+    let holder: String = r.query_one("SELECT holder FROM node_lease WHERE node_id = 5", &[]).unwrap().get(0);
+    let renew = |seconds: i64| format!("SELECT pg_idgen_node_lease_renew('{holder}', 5, 3000, 1000, {}, 0)", ahead_us(seconds));
+    assert!(!r.query_one(&renew(30), &[]).unwrap().get::<_, bool>(0), "a renewal for ids 30 s ahead is refused");
+    assert!(r.query_one(&renew(10), &[]).unwrap().get::<_, bool>(0), "a renewal for ids 10 s ahead is not");
+    let error = b.connect().batch_execute("SELECT snowflake_advance_past(snowflake_min(clock_timestamp() + interval '25 s'))").expect_err("25 s ahead");
+    assert_eq!(sqlstate(&error), "22023", "{error:?}");
+}
+
+/// Claim: the same holds when the registry fails over to a standby that lagged: server A takes
+/// node id 5 while the standby follows, the standby stops (it lags from here), A advances its ids
+/// 15 s past its clock and makes 300,000 ids, A and the registry stop, the standby is promoted
+/// with the older rows, and server B, configured with node id 5 and leasing from the promoted
+/// standby, makes ids above every id of A's. (0.8.0 gave B the lagging row's floor.)
+#[test]
+fn a_registry_failed_over_to_a_lagging_standby_hands_out_no_floor_below_ids_made() {
+    let registry = registry_with("lag-registry", &[LEAD_20S]);
+    let a = leasing("lag-a", &registry, "1s", &["pg_idgen.node_id = 5", LEAD_20S]);
+    lease_of(&a, 5, 40);
+    let standby = Cluster::standby_of("lag-standby", &registry);
+    standby.configure(&["shared_preload_libraries = 'pg_idgen'", LEAD_20S]);
+    standby.start();
+    let mut s = standby.connect();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while s.query_one("SELECT count(*) FROM node_lease WHERE node_id = 5", &[]).unwrap().get::<_, i64>(0) == 0 {
+        assert!(Instant::now() < deadline, "the standby did not replay the lease");
+        thread::sleep(Duration::from_millis(100));
+    }
+    drop(s);
+    standby.stop();
+    a.connect().batch_execute("SELECT snowflake_advance_past(snowflake_min(clock_timestamp() + interval '15 s'))").unwrap();
+    let ids_a = snowflake_ids(&a, 300_000);
+    a.stop();
+    registry.stop();
+    standby.start();
+    standby.promote();
+
+    let b = leasing("lag-b", &standby, "1s", &["pg_idgen.node_id = 5", LEAD_20S]);
+    lease_of(&b, 5, 60);
+    let ids_b = snowflake_ids(&b, 300_000);
+    assert_all_above(&b, &ids_a, &ids_b, "node id 5 after a failover to a lagging standby");
+}
+
+/// The layout of the node id change test: 1 s ticks of 256 ids, and 2 node ids, so that ids run
+/// ahead of the clock after a few thousand calls and a server's next node id can be the lower one.
+const TWO_NODE_IDS: [&str; 7] = [
+    "pg_idgen.time_unit = '1s'",
+    "pg_idgen.time_bits = 40",
+    "pg_idgen.node_bits = 1",
+    "pg_idgen.sequence_bits = 8",
+    "pg_idgen.max_clock_borrow = '10s'",
+    "pg_idgen.clock_reserve = '20s'",
+    "pg_idgen.node_lease_max_lead = '30s'",
+];
+
+/// Claim: a server's snowflake ids keep growing when its leased node id changes to a lower one
+/// while its ids run ahead of the clock. Server T holds node id 0 and stops; server A holds node
+/// id 1 and makes 2,300 ids, borrowing 9 s of 1 s ticks; A's lease worker is frozen past its lease
+/// and margin; server B, configured with node id 1, takes it; thawed, A's worker finds its lease
+/// gone and takes node id 0; A's next ids are all above its earlier ones. (0.8.0 made the next id
+/// in the same tick as the last, with the lower node id: a smaller id.)
+#[test]
+fn a_servers_ids_keep_growing_when_its_node_id_changes() {
+    let registry = registry_with("move-registry", &[TWO_NODE_IDS[6]]);
+    let t = leasing("move-t", &registry, "1s", &TWO_NODE_IDS);
+    lease_of(&t, 0, 40);
+    let a = leasing("move-a", &registry, "1s", &TWO_NODE_IDS);
+    lease_of(&a, 1, 40);
+    t.stop();
+    let before = snowflake_ids(&a, 2_300);
+    let mut db = a.connect();
+    let worker: i32 = db.query_one("SELECT worker_pid FROM node_lease_status()", &[]).unwrap().get(0);
+    let frozen = Frozen(vec![worker.to_string()]);
+    signal(&frozen.0, "STOP");
+    let mut settings = TWO_NODE_IDS.to_vec();
+    settings.push("pg_idgen.node_id = 1");
+    let b = leasing("move-b", &registry, "1s", &settings);
+    lease_of(&b, 1, 40);
+    drop(frozen);
+    lease_of(&a, 0, 20);
+    let after = snowflake_ids(&a, 8);
+    assert!(after.iter().all(|&id| node_of(&mut db, id) == 0), "A's new ids carry node id 0: {after:?}");
+    assert_all_above(&a, &before, &after, "A's ids after its node id changed from 1 to 0");
 }
 
 /// Claim: a database's segment worker that is waiting on a segment authority which does not

@@ -14,7 +14,15 @@
 //! this server then makes ids of times before `T` only: `T`'s first stamp is the snowflake
 //! generator's `cap`, and the generator refuses to pass it. So `ids_before_us` bounds every id
 //! ever made under the node id. A server that takes an id over starts its ids at that time
-//! (its floor), so the two sets of ids cannot meet, whatever the two clocks say.
+//! (its floor), so the two sets of ids cannot meet, whatever the two clocks say — while the
+//! registry's rows are current. For when they are not (a registry restored from a copy, failed
+//! over to a standby that lagged, rows put back), the registry never lets `T` run ahead of its own
+//! clock by more than the lease and `pg_idgen.node_lease_max_lead`, waits that long after it
+//! starts or finds itself reset before it hands out an id, and floors every id it hands out at
+//! the end of that wait (`registry.sql`).
+//!
+//! A server whose node id changes (its lease lapsed and another server took the id) starts the
+//! new id's ids in a tick after its last id: in the same tick a lower node id makes smaller ids.
 //!
 //! Timing adds the behaviour users see: the lease ends, on this server's clock, the lease's
 //! length after the renewal was sent (on CLOCK_BOOTTIME, which also counts a suspended
@@ -41,7 +49,7 @@ use pgrx::prelude::*;
 
 use crate::engine::Generator;
 use crate::families::{Stamp, SNOWFLAKE};
-use crate::settings::Config;
+use crate::settings::{Config, LeaseConfig};
 use crate::shmem::SharedState;
 use crate::{clock, errors, remote, settings, shmem};
 
@@ -209,6 +217,19 @@ fn no_lease(state: &SharedState) -> ! {
         Some("The node registry is the database pg_idgen.node_registry names.".into()),
         Some("Snowflake ids need a node id that no other server uses; the pg_idgen lease worker keeps trying, and calls succeed again once it holds a lease (node_lease_status() and the server log say why it does not)."),
     )
+}
+
+/// Refuses to move snowflake ids `lead_us` ahead of the clock when that is more than the registry
+/// lets leased ids run ahead (`pg_idgen.node_lease_max_lead`): it would refuse the lease's renewal.
+pub fn refuse_lead_past_lease(lease: &LeaseConfig, lead_us: i64) {
+    if lead_us > lease.max_lead_ms as i64 * 1000 {
+        errors::raise(
+            PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+            format!("snowflake_advance_past(): the id is {} s ahead of this server's clock, more than pg_idgen.node_lease_max_lead ({} ms)", lead_us / 1_000_000, lease.max_lead_ms),
+            Some("While node ids are leased from a registry, ids may run ahead of its clock by at most that much: a registry restored from an older copy can only tell that far which ids were made.".into()),
+            Some("Raise pg_idgen.node_lease_max_lead on the registry's server and on every server that leases from it, or call again once the clock is closer to the id."),
+        );
+    }
 }
 
 /// The current time on the clock lease deadlines are measured with: the monotonic clock that

@@ -2,6 +2,17 @@
 -- The node registry: in the database that pg_idgen.node_registry names, one row per node id
 -- that a server leased (src/node/mod.rs). Every database with the extension has the table; only
 -- the one the servers point at is used. pg_dump carries the rows.
+--
+-- What it promises: a node id is handed to a server only with a floor above every id made with
+-- it before. A row's ids_before_us bounds the ids of its holders only while the registry keeps
+-- every write: a registry that started (it may be a copy restored from a backup or a snapshot)
+-- or found itself reset (rows lost, set back or rewritten, a new timeline: node_registry_state)
+-- may hold rows older than the truth, and lack rows. What bounds the ids it cannot see is its
+-- own clock: it never records an ids_before_us more than the lease and
+-- pg_idgen.node_lease_max_lead ahead of it, so every id made before its start or reset is of a
+-- time before that moment plus the longest lease, margin and lead it knows. For that long it
+-- gives no node id to a server that does not hold one (holders renew), and every floor it hands
+-- out afterwards is at least the end of that wait.
 ------------------------------------------------------------------------------------------------
 CREATE TABLE node_lease (
     node_id       int PRIMARY KEY CHECK (node_id >= 0),
@@ -40,7 +51,7 @@ CREATE TABLE node_registry_state (
     ids_before_us bigint NOT NULL,      -- the largest ids_before_us any row has held
     reset_floor_us bigint NOT NULL,     -- that, when the registry was last found reset: lost rows' ids lie below
     reset_at   timestamptz NOT NULL,    -- when the registry began: created, or found reset
-    longest    interval NOT NULL        -- the longest lease and margin it has given
+    longest    interval NOT NULL        -- the longest lease, margin and lead (node_lease_max_lead) it has given
 );
 INSERT INTO node_registry_state
     SELECT true, pg_catalog.pg_relation_filenode('@extschema@.node_lease'::pg_catalog.regclass), 0, 0,
@@ -94,6 +105,41 @@ COMMENT ON FUNCTION pg_idgen_node_registry_began(name, interval) IS
     'Node registry, internal: when the registry began (created, or found reset), the longest lease and margin it knows of, and the floor of node ids whose rows a reset lost.';
 REVOKE EXECUTE ON FUNCTION pg_idgen_node_registry_began(name, interval) FROM PUBLIC;
 
+-- How far ahead of the registry's clock a holder's ids may run (pg_idgen.node_lease_max_lead of
+-- the registry's server: its GUC when pg_idgen is loaded there, else its postgresql.conf text,
+-- else the default).
+CREATE FUNCTION pg_idgen_node_registry_max_lead() RETURNS interval
+LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    setting text := pg_catalog.btrim(pg_catalog.current_setting('pg_idgen.node_lease_max_lead', true));
+    lead interval;
+BEGIN
+    IF setting IS NULL OR setting OPERATOR(pg_catalog.=) '' THEN
+        RETURN interval '30 s';
+    END IF;
+    BEGIN
+        -- A number alone is milliseconds, as for every pg_idgen time setting.
+        IF setting OPERATOR(pg_catalog.~) '^[0-9]+$' THEN
+            lead := pg_catalog.make_interval(secs => setting::pg_catalog.numeric OPERATOR(pg_catalog./) 1000);
+        ELSE
+            lead := setting::pg_catalog.interval;
+        END IF;
+    EXCEPTION WHEN data_exception OR invalid_datetime_format THEN
+        lead := NULL;
+    END;
+    IF lead IS NULL OR lead OPERATOR(pg_catalog.<) interval '0' OR lead OPERATOR(pg_catalog.>) interval '1 hour' THEN
+        RAISE EXCEPTION USING ERRCODE = '22023',
+            MESSAGE = pg_catalog.format('invalid value for pg_idgen.node_lease_max_lead in the node registry: "%s"', setting),
+            HINT = 'Set it on the registry''s server to a time from 0 to 1h, such as 60s.';
+    END IF;
+    RETURN lead;
+END
+$$;
+COMMENT ON FUNCTION pg_idgen_node_registry_max_lead() IS
+    'Node registry, internal: how far ahead of the registry''s clock leased ids may run (pg_idgen.node_lease_max_lead).';
+REVOKE EXECUTE ON FUNCTION pg_idgen_node_registry_max_lead() FROM PUBLIC;
+
 -- Records node_lease as whole after the registry's own change of it (a lease taken or renewed).
 CREATE FUNCTION pg_idgen_node_registry_record(s name) RETURNS void
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp
@@ -110,13 +156,15 @@ COMMENT ON FUNCTION pg_idgen_node_registry_record(name) IS
 REVOKE EXECUTE ON FUNCTION pg_idgen_node_registry_record(name) FROM PUBLIC;
 
 -- Takes a node id for a server start (none, with the time to ask again, while the registry is in
--- the wait after its start or reset): the one it holds already (an answer that was lost), the
--- one it is configured with (or prefers: the node id it made ids with before), its own from an
--- earlier start whose lease has ended, or a free one: never leased before first, then one whose
--- lease ran out more than its margin ago (never a configured one). Returns it and the time its
--- ids must start at (floor_us: every earlier holder's ids lie below). Why a function that looks
--- its table up: the schema is found in pg_extension when it runs, not written in at install
--- time, so renaming the schema cannot point it at another table. Why session_replication_role
+-- the wait after its start or reset: see the top of this file): the one it holds already (an
+-- answer that was lost), the one it is configured with (or prefers: the node id it made ids with
+-- before), its own from an earlier start whose lease has ended, or a free one: never leased
+-- before first, then one whose lease ran out more than its margin ago (never a configured one).
+-- Returns it and the time its ids must start at (floor_us: every earlier holder's ids lie
+-- below). Refuses a server whose ids already run further ahead of the registry's clock than
+-- pg_idgen.node_lease_max_lead allows. Why a function that looks its table up: the schema is
+-- found in pg_extension when it runs, not written in at install time, so renaming the schema
+-- cannot point it at another table. Why session_replication_role
 -- = replica (both functions): a trigger that a role granted TRIGGER on node_lease adds would
 -- otherwise run with the privileges of the superuser these functions run as.
 CREATE FUNCTION pg_idgen_node_lease_take(
@@ -147,6 +195,8 @@ DECLARE
     longest interval;
     held_longest interval;
     reset_floor_us bigint;
+    max_lead interval;
+    window_end_us bigint;
 BEGIN
     IF s IS NULL THEN
         RAISE EXCEPTION USING ERRCODE = '42501', MESSAGE = 'pg_idgen''s schema in the node registry is owned by a role that is not a superuser';
@@ -161,25 +211,32 @@ BEGIN
     END IF;
     -- The commit must be durable before the lease is used, whatever the session or a pooler says.
     PERFORM pg_catalog.set_config('synchronous_commit', 'on', true);
-    -- A registry that just started may have come back from a backup or an older standby, and one
-    -- found reset (above node_registry_state) has lost rows: a lease it lost would look free.
-    -- Until the longest lease and its margin have passed since the start or the reset, a server
-    -- gets only the row it holds already, and nothing else: no node id, and the time from which
-    -- it may ask again in floor_us. Why an answer and not an error: an error would roll back the
+    EXECUTE pg_catalog.format('SELECT %I.pg_idgen_node_registry_max_lead()', s) INTO max_lead;
+    -- The wait after a start or reset (see the top of this file): no node id, and the time from
+    -- which to ask again in floor_us. Not even the row the server holds (an answer it lost): a
+    -- registry set back may show it a row that another server took over after it, and that
+    -- server's ids may lie ahead. Why an answer and not an error: an error would roll back the
     -- record of the reset, and the wait would start anew at every call.
     EXECUTE pg_catalog.format('SELECT r.began, r.longest, r.reset_floor_us FROM %I.pg_idgen_node_registry_began($1, $2) AS r', s)
-        INTO began, longest, reset_floor_us USING s, pg_catalog.make_interval(secs => (ttl_ms OPERATOR(pg_catalog.+) margin_ms) OPERATOR(pg_catalog./) 1000.0);
+        INTO began, longest, reset_floor_us
+        USING s, pg_catalog.make_interval(secs => (ttl_ms OPERATOR(pg_catalog.+) margin_ms) OPERATOR(pg_catalog./) 1000.0) OPERATOR(pg_catalog.+) max_lead;
     EXECUTE pg_catalog.format('SELECT pg_catalog.max(l.reusable_at OPERATOR(pg_catalog.-) l.renewed_at) FROM %s l', t) INTO held_longest;
-    window_end := GREATEST(pg_catalog.pg_postmaster_start_time(), began) OPERATOR(pg_catalog.+) GREATEST(longest, held_longest);
+    window_end := GREATEST(pg_catalog.pg_postmaster_start_time(), began)
+                  OPERATOR(pg_catalog.+) GREATEST(longest, held_longest OPERATOR(pg_catalog.+) max_lead);
+    window_end_us := (pg_catalog.extract('epoch', window_end) OPERATOR(pg_catalog.*) 1000000::pg_catalog.numeric)::pg_catalog.int8;
     IF pg_catalog.clock_timestamp() OPERATOR(pg_catalog.<) window_end THEN
-        EXECUTE pg_catalog.format('SELECT l.node_id FROM %s l WHERE l.holder OPERATOR(pg_catalog.=) $1 ORDER BY l.node_id LIMIT 1', t)
-            INTO chosen USING holder;
-        IF chosen IS NULL OR (NOT prefer AND chosen OPERATOR(pg_catalog.<>) COALESCE(wanted, chosen)) THEN
-            node_id := NULL;
-            floor_us := (pg_catalog.extract('epoch', window_end) OPERATOR(pg_catalog.*) 1000000::pg_catalog.numeric)::pg_catalog.int8;
-            RETURN;
-        END IF;
-        wanted := chosen; -- the row it holds, and no other (a preferred id's row may be one it lost)
+        node_id := NULL;
+        floor_us := window_end_us;
+        RETURN;
+    END IF;
+    -- Why every operation in parentheses: OPERATOR() gives each the same precedence.
+    IF ids_before_us OPERATOR(pg_catalog.>) ((pg_catalog.extract('epoch', pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) max_lead)
+                                              OPERATOR(pg_catalog.*) 1000000::pg_catalog.numeric)::pg_catalog.int8
+                                             OPERATOR(pg_catalog.+) (ttl_ms::pg_catalog.int8 OPERATOR(pg_catalog.*) 1000)) THEN
+        RAISE EXCEPTION USING ERRCODE = '22023',
+            MESSAGE = pg_catalog.format('this server''s ids run ahead of the node registry''s clock by more than the lease and pg_idgen.node_lease_max_lead (%s)', max_lead),
+            DETAIL = pg_catalog.format('Its next lease would cover ids up to %s.', pg_catalog.to_timestamp(ids_before_us OPERATOR(pg_catalog./) 1000000.0)),
+            HINT = 'Wait until the server''s clock has caught up with its ids, or raise pg_idgen.node_lease_max_lead on the registry''s server and on every server that leases from it.';
     END IF;
     -- One taker at a time: two servers must not pick the same free id.
     EXECUTE pg_catalog.format('LOCK TABLE %s IN SHARE ROW EXCLUSIVE MODE', t);
@@ -239,8 +296,9 @@ BEGIN
         RAISE EXCEPTION USING ERRCODE = '53400',
             MESSAGE = pg_catalog.format('no free node id: all %s are leased', max_node_id OPERATOR(pg_catalog.+) 1);
     END IF;
-    -- A new holder's ids start above every earlier holder's (floor_us); the same holder keeps
-    -- its floor, so an answer lost after the commit loses nothing.
+    -- A new holder's ids start above every earlier holder's (floor_us): the row's bound, and the
+    -- end of the last wait, above every id the row may not know of; the same holder keeps its
+    -- floor, so an answer lost after the commit loses nothing.
     EXECUTE pg_catalog.format(
         'INSERT INTO %s AS l (node_id, holder, holder_name, layout, fixed, expires_at, reusable_at, ids_before_us, floor_us, acquired_at, renewed_at)
          VALUES ($1, $2, $3, $4, $5, pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) pg_catalog.make_interval(secs => $6 OPERATOR(pg_catalog./) 1000.0),
@@ -250,12 +308,13 @@ BEGIN
              holder = EXCLUDED.holder, holder_name = EXCLUDED.holder_name, layout = EXCLUDED.layout, fixed = EXCLUDED.fixed,
              expires_at = EXCLUDED.expires_at, reusable_at = EXCLUDED.reusable_at,
              ids_before_us = GREATEST(l.ids_before_us, EXCLUDED.ids_before_us),
-             floor_us = CASE WHEN l.holder OPERATOR(pg_catalog.=) EXCLUDED.holder THEN l.floor_us ELSE l.ids_before_us END,
+             floor_us = CASE WHEN l.holder OPERATOR(pg_catalog.=) EXCLUDED.holder THEN GREATEST(l.floor_us, EXCLUDED.floor_us)
+                             ELSE GREATEST(l.ids_before_us, EXCLUDED.floor_us) END,
              acquired_at = CASE WHEN l.holder OPERATOR(pg_catalog.=) EXCLUDED.holder THEN l.acquired_at ELSE EXCLUDED.acquired_at END,
              renewed_at = EXCLUDED.renewed_at
          RETURNING l.floor_us', t)
         INTO floor_us USING chosen, holder, holder_name, layout, wanted IS NOT NULL AND NOT prefer, ttl_ms, margin_ms, ids_before_us,
-                            GREATEST((pg_catalog.extract('epoch', window_end) OPERATOR(pg_catalog.*) 1000000::pg_catalog.numeric)::pg_catalog.int8, reset_floor_us);
+                            GREATEST(window_end_us, reset_floor_us);
     -- One row per holder: another it took (an answer lost after a commit) is free again; its
     -- ids_before_us stays, and becomes the next holder's floor.
     EXECUTE pg_catalog.format(
@@ -270,8 +329,10 @@ $$;
 COMMENT ON FUNCTION pg_idgen_node_lease_take(text, text, text, int, int, int, int, bigint, boolean) IS
     'Node registry: leases a node id to a server start (called by the pg_idgen lease worker over libpq).';
 
--- Renews a lease its holder still has; false when another server holds the id now, or when the
--- registry lost what the holder last committed (ids_before_us went back: a restore, a failover).
+-- Renews a lease its holder still has; false when another server holds the id now, when the
+-- registry lost what the holder last committed (ids_before_us went back: a restore, a failover),
+-- or when the holder's ids would run ahead of the registry's clock by more than the lease and
+-- pg_idgen.node_lease_max_lead (its next take says so).
 CREATE FUNCTION pg_idgen_node_lease_renew(holder text, node_id int, ttl_ms int, margin_ms int, ids_before_us bigint, committed_us bigint)
 RETURNS boolean
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp SET session_replication_role = replica
@@ -292,6 +353,7 @@ DECLARE
                              ELSE n.nspowner END), false));
     t text := pg_catalog.format('%I.node_lease', s);
     renewed boolean;
+    max_lead interval;
 BEGIN
     IF s IS NULL THEN
         RAISE EXCEPTION USING ERRCODE = '42501', MESSAGE = 'pg_idgen''s schema in the node registry is owned by a role that is not a superuser';
@@ -300,9 +362,10 @@ BEGIN
         RAISE EXCEPTION USING ERRCODE = '22023', MESSAGE = 'pg_idgen_node_lease_renew(): an argument is out of range';
     END IF;
     PERFORM pg_catalog.set_config('synchronous_commit', 'on', true);
+    EXECUTE pg_catalog.format('SELECT %I.pg_idgen_node_registry_max_lead()', s) INTO max_lead;
     -- A reset registry (rows lost) renews only the rows it still has.
     EXECUTE pg_catalog.format('SELECT FROM %I.pg_idgen_node_registry_began($1, $2)', s)
-        USING s, pg_catalog.make_interval(secs => (ttl_ms OPERATOR(pg_catalog.+) margin_ms) OPERATOR(pg_catalog./) 1000.0);
+        USING s, pg_catalog.make_interval(secs => (ttl_ms OPERATOR(pg_catalog.+) margin_ms) OPERATOR(pg_catalog./) 1000.0) OPERATOR(pg_catalog.+) max_lead;
     EXECUTE pg_catalog.format(
         'UPDATE %s AS l SET
              expires_at = pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) pg_catalog.make_interval(secs => $3 OPERATOR(pg_catalog./) 1000.0),
@@ -311,8 +374,11 @@ BEGIN
              renewed_at = pg_catalog.clock_timestamp()
           WHERE l.node_id OPERATOR(pg_catalog.=) $2 AND l.holder OPERATOR(pg_catalog.=) $1
             AND l.ids_before_us OPERATOR(pg_catalog.>=) $6
+            AND $5 OPERATOR(pg_catalog.<=) ((pg_catalog.extract(''epoch'', pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) $7)
+                                                OPERATOR(pg_catalog.*) 1000000::pg_catalog.numeric)::pg_catalog.int8
+                                               OPERATOR(pg_catalog.+) ($3::pg_catalog.int8 OPERATOR(pg_catalog.*) 1000))
          RETURNING true', t)
-        INTO renewed USING holder, node_id, ttl_ms, margin_ms, ids_before_us, committed_us;
+        INTO renewed USING holder, node_id, ttl_ms, margin_ms, ids_before_us, committed_us, max_lead;
     EXECUTE pg_catalog.format('SELECT FROM %I.pg_idgen_node_registry_record($1)', s) USING s;
     RETURN COALESCE(renewed, false);
 END

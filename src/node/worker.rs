@@ -243,9 +243,13 @@ impl LeaseWorker {
                     return Err(RemoteError::Refused { sqlstate: "XX000".into(), message: "the registry's answer is not a node id this server may use".into() });
                 };
                 lease.previous_node_id.store(-1, SeqCst);
-                let floor = self.generator.shape.first_stamp_from(floor_us);
-                if floor_us > 0 && self.generator.cell(self.state).floor.load(SeqCst) < floor {
-                    // Above every id an earlier holder made (see the module comment of `node`).
+                // Above every id an earlier holder made (see the module comment of `node`), and
+                // in a tick after every id this server made: in the tick of its last id, a lower
+                // node id than the one it was made with would make smaller ids.
+                let shape = self.generator.shape;
+                let last = self.generator.cell(self.state).last.load(SeqCst);
+                let floor = shape.first_stamp_from(floor_us.max(shape.end_us(last)));
+                if self.generator.cell(self.state).floor.load(SeqCst) < floor {
                     // Why not published yet: an earlier holder's clock may have been ahead, and
                     // this lease's end, reckoned before the floor was known, need not be above
                     // it. The next call takes the same id again (the registry keeps the floor of
