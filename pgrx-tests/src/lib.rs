@@ -206,6 +206,19 @@ impl Cluster {
         let _ = as_postgres(bin("pg_ctl").as_str(), &["-D", &self.data(), "-m", "fast", "-w", "-t", "300", "stop"]);
     }
 
+    /// A fast shutdown (`pg_ctl stop -m fast`) that must end within `limit`: how long it took, or
+    /// pg_ctl's complaint. The harness's `stop` waits much longer; this one is for tests whose
+    /// claim is that nothing holds a shutdown up.
+    pub fn stop_fast_within(&self, limit: Duration) -> Result<Duration, String> {
+        let started = Instant::now();
+        let seconds = limit.as_secs().max(1).to_string();
+        let out = as_postgres(bin("pg_ctl").as_str(), &["-D", &self.data(), "-m", "fast", "-w", "-t", &seconds, "stop"]);
+        match out.status.success() {
+            true => Ok(started.elapsed()),
+            false => Err(format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))),
+        }
+    }
+
     /// Promotes a standby and waits until it accepts writes.
     pub fn promote(&self) {
         let out = as_postgres(bin("pg_ctl").as_str(), &["-D", &self.data(), "-w", "promote"]);
