@@ -82,7 +82,7 @@ ensure_tools() {
     local packages=(postgresql-15 postgresql-server-dev-15 libpq-dev libclang-dev clang sudo faketime procps)
     local missing=()
     for p in "${packages[@]}"; do
-        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+        [[ "$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null)" == *"ok installed" ]] || missing+=("$p")
     done
     if [ ${#missing[@]} -gt 0 ]; then
         say "installing Debian packages: ${missing[*]}"

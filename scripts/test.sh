@@ -148,6 +148,18 @@ finish() {
 trap 'finish $?' EXIT
 START_NICENESS=$(nice)
 
+# Why: under `set -o pipefail` (scripts/lib.sh) a pipe into a reader that may exit before its
+# writer has written everything (`grep -q`, `grep -m`, `head`, `tar -t`) fails when the writer gets
+# SIGPIPE, at random: it once failed the package test. The scripts read outputs whole instead
+# (into variables, here-strings or files).
+early_exit_readers() {
+    local found
+    found=$(grep -nE '\|[[:space:]]*(grep[[:space:]]+(-[[:alnum:]]*[qm]|--quiet|--silent|--max-count)|head([[:space:]]|$)|tar[[:space:]]+-?t)' \
+        dev .ci/run scripts/*.sh scripts/by_rename/* tests/*.sh || true)
+    [ -z "$found" ] || { echo "pipes into a reader that may exit early:"; echo "$found"; return 1; } >&2
+}
+timed "scripts: no pipe into grep -q, head" early_exit_readers
+
 # Every supported major (PG_VERSIONS); why 18 right after 15: its system tests, the other long part,
 # start early in the background.
 versions=(15 18 16 17)
