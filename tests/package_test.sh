@@ -81,11 +81,17 @@ else
     say "the files of $deb in PostgreSQL $PG_MAJOR's own installation ($PG_BIN)"
     unpacked=$WORK_ROOT/package-unpacked
     rm -rf "$unpacked" && dpkg-deb -x "$deb" "$unpacked"
-    # Why remove first: only the package's files may be there to load.
-    rm -f "$($PG_CONFIG --pkglibdir)"/pg_idgen.so "$($PG_CONFIG --sharedir)"/extension/pg_idgen*
-    cp "$unpacked$libdir/pg_idgen.so" "$($PG_CONFIG --pkglibdir)/"
-    cp "$unpacked$extdir"/pg_idgen* "$($PG_CONFIG --sharedir)/extension/"
-    cmp -s "$unpacked$libdir/pg_idgen.so" "$($PG_CONFIG --pkglibdir)/pg_idgen.so" || fail "the library was not copied"
+    # Only the package's files may be there to load: each put in place by rename, as dpkg does (a
+    # running server goes on with the library it maps), then the scripts the package lacks removed.
+    installed_lib=$($PG_CONFIG --pkglibdir) installed_ext=$($PG_CONFIG --sharedir)/extension
+    scripts/install_file.sh "$unpacked$libdir/pg_idgen.so" "$installed_lib/pg_idgen.so"
+    for file in "$unpacked$extdir"/pg_idgen*; do
+        scripts/install_file.sh "$file" "$installed_ext/"
+    done
+    for file in "$installed_ext"/pg_idgen*; do
+        [ -e "$unpacked$extdir/${file##*/}" ] || rm -f "$file"
+    done
+    cmp -s "$unpacked$libdir/pg_idgen.so" "$installed_lib/pg_idgen.so" || fail "the library was not copied"
     ids_of_each_family
     rm -rf "$unpacked"
     echo "package test: $(echo "$files" | wc -l) files in Debian's paths for PostgreSQL $PG_MAJOR; its library made an id of each family in PostgreSQL $PG_MAJOR"
