@@ -22,6 +22,22 @@ pub fn raise(code: PgSqlErrorCode, message: String, detail: Option<String>, hint
     unreachable!("an ERROR report does not return")
 }
 
+/// Keeps Rust backtraces out of error messages, in every process that loads the library.
+///
+/// pgrx turns a PostgreSQL error raised inside a call into PostgreSQL (an SQL statement run
+/// through SPI that fails, a cancel) into a Rust panic, and raises it again at the function's
+/// boundary with the backtrace its panic hook captured (`Backtrace::capture()`) appended to the
+/// DETAIL. That backtrace is captured whenever RUST_BACKTRACE is set in the server's environment,
+/// so a client would see pg_idgen's code paths under an ordinary "permission denied".
+/// `RUST_LIB_BACKTRACE=0` turns `Backtrace::capture()` off whatever RUST_BACKTRACE says (and
+/// leaves RUST_BACKTRACE's other meaning, for panics that the default hook prints, as it is).
+pub fn keep_backtraces_out_of_messages() {
+    // Why set, not asked: the variable is read once, at the first capture in the process (the
+    // postmaster's, inherited by every backend, or a backend's own when not preloaded), and this
+    // runs in _PG_init, before any, while the process has one thread.
+    std::env::set_var("RUST_LIB_BACKTRACE", "0");
+}
+
 /// Generators need the node id; there is deliberately no default two servers could share.
 #[cold]
 pub fn node_id_unset() -> ! {
