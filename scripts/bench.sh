@@ -171,7 +171,7 @@ if [ -n "${BASELINE_REV:-}" ] && [ -z "${ONLY_SEQ:-}" ]; then
         cluster_psql bench-$1 -At -c "SELECT round(((bench_seconds('$2', $N) - bench_seconds('g', $N)) * 1e9 / $N)::numeric, 1)"
     }
     rounds=${COMPARE_ROUNDS:-30}
-    best() { awk -v b="$1" '$1 == b { print $2 }' "$PKG/costs" | sort -n | head -1; }
+    best() { awk -v b="$1" '$1 == b { print $2 }' "$PKG/costs" | sort -n | sed -n 1p; }
     median() { awk -v b="$1" '$1 == b { print $2 }' "$PKG/costs" | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
     change() { awk -v a="$2" -v b="$1" 'BEGIN { printf "%+.1f%%", 100 * (a - b) / b }'; }
     for expr in "${compared[@]}"; do

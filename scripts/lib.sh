@@ -82,7 +82,7 @@ ensure_tools() {
     local packages=(postgresql-15 postgresql-server-dev-15 libpq-dev libclang-dev clang sudo faketime procps)
     local missing=()
     for p in "${packages[@]}"; do
-        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+        [[ "$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null)" == *"ok installed" ]] || missing+=("$p")
     done
     if [ ${#missing[@]} -gt 0 ]; then
         say "installing Debian packages: ${missing[*]}"
@@ -162,10 +162,35 @@ ensure_matplotlib() {
     fi
 }
 
-# Builds the extension and installs it into PostgreSQL $PG_MAJOR (15: the system's).
+# The repository's top directory.
+REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+
+# Builds the extension and installs it into PostgreSQL $PG_MAJOR (15: the system's), every file as
+# a new one renamed over the old (scripts/install_file.sh), so that servers running the old library
+# go on running. Why not `cargo pgrx install`: it writes the control file and the scripts in place,
+# and leaves a moment without a library between removing the old one and copying the new one.
 install_extension() {
     say "building and installing pg_idgen for PostgreSQL $PG_MAJOR (release)"
-    cargo pgrx install --release --pg-config "$PG_CONFIG" >/dev/null
+    # Why a fresh directory: cargo pgrx package adds to the tree of an earlier run.
+    local staged=$REPO_ROOT/target/release/pg_idgen-install-pg$PG_MAJOR
+    rm -rf "$staged"
+    cargo pgrx package --pg-config "$PG_CONFIG" --out-dir "$staged" >/dev/null
+    install_tree "$staged"
+}
+
+# install_tree DIR: installs each file of DIR, a tree that mirrors the installation's absolute paths
+# (as `cargo pgrx package` makes it), at its path, by rename.
+install_tree() {
+    local dir=$1 file
+    while IFS= read -r -d '' file; do
+        "$REPO_ROOT/scripts/install_file.sh" "$file" "${file#"$dir"}"
+    done < <(find "$dir" -type f -print0)
+}
+
+# by_rename COMMAND...: runs COMMAND with scripts/by_rename first on its PATH, where `sudo cp FILE
+# DEST` installs FILE by rename: `cargo pgrx test` installs the unit tests' build that way.
+by_rename() {
+    PATH="$REPO_ROOT/scripts/by_rename:$PATH" "$@"
 }
 
 as_postgres() { runuser -u postgres -- "$@"; }

@@ -8,7 +8,7 @@
 cd "$(dirname "$0")/.."
 source scripts/lib.sh
 
-version=$(sed -n 's/^version = "\(.*\)"$/\1/p' Cargo.toml | head -1)
+version=$(sed -n '/^version = /{s/^version = "\(.*\)"$/\1/p;q}' Cargo.toml)
 arch=$(dpkg --print-architecture)
 name=postgresql-$PG_MAJOR-pg-idgen
 say "building pg_idgen $version for PostgreSQL $PG_MAJOR (cargo pgrx package)"

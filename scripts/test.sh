@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The test suites; exits non-zero if any fails. Run through `./dev test`:
-#   ./dev test                  every part on every supported PostgreSQL: unit, regress and package
-#                               on 15, 16, 17 and 18; system on 15 and 18 (the oldest and the newest)
+#   ./dev test                  every part on every supported PostgreSQL: unit, regress, install and
+#                               package on 15, 16, 17 and 18; system on 15 and 18 (the oldest and the
+#                               newest)
 #   ./dev test --pg N           every part on PostgreSQL N only
 #   ./dev test [--pg N] PART [FILTER…]   one part (on every version, or on N), narrowed by FILTER;
 #                               a filter that selects nothing fails
@@ -10,6 +11,7 @@
 #     regress  the pg_regress suite in tests/ against clusters of our own; FILTER: test names
 #     system   the system tests in pgrx-tests/: real clusters, concurrent clients, restarts,
 #              standbys; FILTER: a test file (pgrx-tests/tests/NAME.rs) or part of a test's name
+#     install  the suite's install steps beside a running server making ids (tests/install_test.sh)
 #     package  the Debian package: on 15 dpkg -i, ids made, dpkg -r; on 16-18 its files, loaded into
 #              that major's server, make ids (then the extension is installed again)
 # A part that fails stops the parts after it, but not the system tests already running. Prints what
@@ -30,9 +32,9 @@ filters=("${@:2}")
 case "$part" in
 unit | system) [ ${#filters[@]} -le 1 ] || { echo "./dev test $part takes one filter" >&2; exit 2; } ;;
 regress) ;;
-all | package) [ ${#filters[@]} -eq 0 ] || { echo "./dev test $part takes no filter" >&2; exit 2; } ;;
+all | install | package) [ ${#filters[@]} -eq 0 ] || { echo "./dev test $part takes no filter" >&2; exit 2; } ;;
 *)
-    echo "unknown test part '$part': one of unit, regress, system, package" >&2
+    echo "unknown test part '$part': one of unit, regress, system, install, package" >&2
     exit 2
     ;;
 esac
@@ -84,7 +86,9 @@ unit_tests() {
     local pgrx_data=$WORK_ROOT/pgrx-test-data
     mkdir -p "$pgrx_data" && chown postgres:postgres "$pgrx_data"
     # Why no RUST_BACKTRACE: with it, a Rust error's DETAIL carries a backtrace (PGRX_NOTES.md).
-    run_filtered env -u RUST_BACKTRACE cargo pgrx test "pg$PG_MAJOR" ${filter:+"$filter"} --runas postgres --pgdata "$pgrx_data"
+    # Why by_rename: cargo pgrx test installs its build with `sudo cp`, in place, which would crash
+    # every running server of this installation (tests/install_test.sh).
+    run_filtered by_rename env -u RUST_BACKTRACE cargo pgrx test "pg$PG_MAJOR" ${filter:+"$filter"} --runas postgres --pgdata "$pgrx_data"
 }
 
 system_tests() {
@@ -148,6 +152,18 @@ finish() {
 trap 'finish $?' EXIT
 START_NICENESS=$(nice)
 
+# Why: under `set -o pipefail` (scripts/lib.sh) a pipe into a reader that may exit before its
+# writer has written everything (`grep -q`, `grep -m`, `head`, `tar -t`) fails when the writer gets
+# SIGPIPE, at random: it once failed the package test. The scripts read outputs whole instead
+# (into variables, here-strings or files).
+early_exit_readers() {
+    local found
+    found=$(grep -nE '\|[[:space:]]*(grep[[:space:]]+(-[[:alnum:]]*[qm]|--quiet|--silent|--max-count)|head([[:space:]]|$)|tar[[:space:]]+-?t)' \
+        dev .ci/run scripts/*.sh scripts/by_rename/* tests/*.sh || true)
+    [ -z "$found" ] || { echo "pipes into a reader that may exit early:"; echo "$found"; return 1; } >&2
+}
+timed "scripts: no pipe into grep -q, head" early_exit_readers
+
 # Every supported major (PG_VERSIONS); why 18 right after 15: its system tests, the other long part,
 # start early in the background.
 versions=(15 18 16 17)
@@ -156,7 +172,7 @@ versions=(15 18 16 17)
 # for them), in the background on the others.
 planned=()
 for major in "${versions[@]}"; do
-    for p in unit regress system package; do
+    for p in unit regress system install package; do
         if runs $p "$major"; then
             planned+=("$major")
             break
@@ -174,8 +190,13 @@ for major in "${versions[@]}"; do
         timed "$major unit" unit_tests
     fi
 
-    if runs regress "$major" || runs system "$major"; then
+    if runs regress "$major" || runs system "$major" || runs install "$major"; then
         timed "$major build and install" install_extension
+    fi
+
+    if runs install "$major"; then
+        say "PostgreSQL $major: installing beside a running server"
+        timed "$major install" tests/install_test.sh
     fi
 
     if runs regress "$major"; then

@@ -49,6 +49,22 @@ macro_rules! c_functions {
 }
 pub(crate) use c_functions;
 
+/// What the `c_functions!` wrapper does, for a C function whose errors may name things in the
+/// database's encoding (`errors::raise_in_database_encoding`): those are caught inside pgrx's
+/// guard and thrown after it, their bytes untouched; everything else as in `c_functions!`.
+///
+/// # Safety
+/// Called as the whole body of the C function `extern "C-unwind" fn(fcinfo) -> Datum`, with nothing
+/// of its own to drop.
+pub unsafe fn guarded_in_database_encoding(body: impl FnOnce() -> pg_sys::Datum) -> pg_sys::Datum {
+    // SAFETY: per the function's contract; the guard catches what unwinds out of `body`.
+    match unsafe { pg_sys::panic::pgrx_extern_c_guard(move || crate::errors::catch_in_database_encoding(body)) } {
+        Ok(datum) => datum,
+        // SAFETY: outside the guard, with nothing left to drop (the error is plain pointers).
+        Err(error) => unsafe { error.throw() },
+    }
+}
+
 /// The trigger data of a call of `function`, or an ERROR (39P01) when it was not called as a
 /// trigger.
 ///

@@ -8,7 +8,9 @@
 //! future. Borrowing is bounded by `pg_idgen.max_clock_borrow`; past it a call waits for the
 //! clock, at most `pg_idgen.max_clock_wait`, then raises an error. No value reaches the durable
 //! high-water mark (`mark`): there a call waits for the clock worker to move it. It never hands
-//! out a smaller value and never sleeps unboundedly.
+//! out a smaller value and never sleeps unboundedly: every round of a call's loop either returns,
+//! raises, or waits, and every wait checks for interrupts (cancel, terminate, shutdown) and counts
+//! towards `pg_idgen.max_clock_wait`. A value past the format's last tick raises at once.
 //!
 //! Each cell also has a floor: the smallest value it may hand out since the server started (the
 //! first tick past the persisted mark) or since an advance past a given id. Values continue from
@@ -230,6 +232,11 @@ impl Generator {
             // The values' time stays that of the clock, so the lead shrinks as the clock catches
             // up whenever values are made slower than the cap, instead of the clock being moved.
             if candidate_tick > now_tick + borrow_ticks {
+                // Why before waiting: ticks only grow, so no wait brings a value past the format's
+                // last tick back into it (and the clamp below would make the wait return at once).
+                if candidate_tick > shape.clock.max_tick {
+                    self.past_format_end();
+                }
                 let (origin_us, moving_us) = self.borrow_origin_us(cell, config, now_us);
                 let origin_tick = shape.clock.tick_at(origin_us).unwrap_or(shape.clock.max_tick);
                 if candidate_tick > origin_tick + borrow_ticks {
@@ -242,7 +249,7 @@ impl Generator {
                 }
             }
             if candidate_tick > shape.clock.max_tick {
-                self.outside_clock(shape.clock.tick_start_us(candidate_tick));
+                self.past_format_end();
             }
             if block_end >= limit {
                 if bound == Bound::MarkUnlessStandby && !errors::recovery_is_over() {
@@ -302,6 +309,9 @@ impl Generator {
                 Some(hint),
             );
         }
+        // Why at least 1 µs: every round of the caller's loop then adds to `waited_us`, so the
+        // limit above is reached whatever `behind_us` the caller computed.
+        let behind_us = behind_us.max(1);
         let started = Instant::now();
         if behind_us <= SPIN_LIMIT_US {
             // Why spin: at the cap every tick ends in a wait shorter than a tick, and a sleep
@@ -312,8 +322,9 @@ impl Generator {
         } else {
             // SAFETY: a plain sleep; interrupts are checked right after.
             unsafe { pgrx::pg_sys::pg_usleep(behind_us.min(WAIT_SLICE_US) as _) };
-            pgrx::check_for_interrupts!();
         }
+        // After a spin too: calls that keep spinning must still end at cancel and shutdown.
+        pgrx::check_for_interrupts!();
         started.elapsed().as_micros() as i64
     }
 
@@ -341,18 +352,38 @@ impl Generator {
         started.elapsed().as_micros() as i64
     }
 
+    /// The next value would be past the last tick the format holds: none is left, and none will
+    /// be (values only grow).
+    #[cold]
+    fn past_format_end(&self) -> ! {
+        errors::raise(
+            PgSqlErrorCode::ERRCODE_DATETIME_FIELD_OVERFLOW,
+            format!("the {} ids of this server have reached the end of their format", self.family.name),
+            Some(format!(
+                "{}, and the last one handed out is in the last tick: a next one would be past the end, and ids never go back.",
+                self.coverage()
+            )),
+            Some("pg_idgen_generators() shows when each generator's format ends and the time of its last id. Check the server's clock, and the ids given to snowflake_advance_past(), objectid_advance_past() and uuid_v7_advance_past()."),
+        )
+    }
+
     #[cold]
     fn outside_clock(&self, unix_us: i64) -> ! {
         errors::raise(
             PgSqlErrorCode::ERRCODE_DATETIME_FIELD_OVERFLOW,
             format!("time {} does not fit in a {} id", clock::format_unix_micros(unix_us), self.family.name),
-            Some(format!(
-                "{} ids cover {} to {}.",
-                self.family.name,
-                clock::format_unix_micros(self.shape.clock.epoch_us),
-                clock::format_unix_micros(self.shape.clock.end_us())
-            )),
+            Some(format!("{}.", self.coverage())),
             Some("Check the server's clock."),
+        )
+    }
+
+    /// "<family> ids cover <first instant> to <end>", for messages.
+    fn coverage(&self) -> String {
+        format!(
+            "{} ids cover {} to {}",
+            self.family.name,
+            clock::format_unix_micros(self.shape.clock.epoch_us),
+            clock::format_unix_micros(self.shape.clock.end_us())
         )
     }
 }

@@ -40,6 +40,7 @@ pub mod uuid7;
 
 #[pg_guard]
 pub extern "C-unwind" fn _PG_init() {
+    errors::keep_backtraces_out_of_messages();
     let preloading = unsafe { pgrx::pg_sys::process_shared_preload_libraries_in_progress };
     settings::declare(preloading);
     // In every process that loads the library: segment_create and segment_drop run SQL on the

@@ -37,32 +37,40 @@ SQL
 
 deb=$(scripts/package.sh | tail -1)
 [ -f "$deb" ] || fail "no package was built"
-dpkg-deb --field "$deb" Package | grep -qx "$PACKAGE" || fail "the package is not named $PACKAGE"
-dpkg-deb --field "$deb" Depends | grep -qE "(^|, )postgresql-$PG_MAJOR(,|$)" || fail "the package does not depend on postgresql-$PG_MAJOR"
+# Why no pipe into `grep -q` (nor `head`, `grep -m`, `tar -t`) anywhere: under pipefail, a reader that
+# exits at its first match fails the pipeline when the writer is still writing (SIGPIPE), at random.
+# Outputs are read whole into variables first, or into files.
+[ "$(dpkg-deb --field "$deb" Package)" = "$PACKAGE" ] || fail "the package is not named $PACKAGE"
+depends=$(dpkg-deb --field "$deb" Depends)
+grep -qE "(^|, )postgresql-$PG_MAJOR(,|$)" <<<"$depends" || fail "the package does not depend on postgresql-$PG_MAJOR"
 libdir=/usr/lib/postgresql/$PG_MAJOR/lib
 extdir=/usr/share/postgresql/$PG_MAJOR/extension
 # Every file is the library or a script or the control file of the extension, in Debian's paths.
-files=$(dpkg-deb --fsys-tarfile "$deb" | tar -t | grep -v '/$' | sed 's|^\./|/|')
+tarfile=$WORK_ROOT/package-files.tar
+dpkg-deb --fsys-tarfile "$deb" >"$tarfile"
+files=$(tar -tf "$tarfile" | grep -v '/$' | sed 's|^\./|/|')
+rm -f "$tarfile"
 strays=$(echo "$files" | grep -vxE "$libdir/pg_idgen\.so|$extdir/pg_idgen(--[0-9.]+(--[0-9.]+)?\.sql|\.control)" || true)
 [ -z "$strays" ] || fail "files outside the extension's Debian paths: $strays"
-version=$(sed -n 's/^version = "\(.*\)"$/\1/p' Cargo.toml | head -1)
+version=$(sed -n '/^version = /{s/^version = "\(.*\)"$/\1/p;q}' Cargo.toml)
 for file in "$libdir/pg_idgen.so" "$extdir/pg_idgen.control" "$extdir/pg_idgen--$version.sql" sql/*.sql; do
     [[ "$file" != sql/* ]] || file=$extdir/$(basename "$file")
-    echo "$files" | grep -qx "$file" || fail "the package lacks $file"
+    grep -qx "$file" <<<"$files" || fail "the package lacks $file"
 done
 
 if [ "$PG_MAJOR" = 15 ]; then
     say "dpkg -i $deb"
     dpkg -i "$deb" >/dev/null
-    dpkg-query -W -f='${Status}' "$PACKAGE" | grep -q "install ok installed" || fail "dpkg does not list $PACKAGE as installed"
+    [ "$(dpkg-query -W -f='${Status}' "$PACKAGE")" = "install ok installed" ] || fail "dpkg does not list $PACKAGE as installed"
     library=$($PG_CONFIG --pkglibdir)/pg_idgen.so
-    dpkg -S "$library" | grep -q "^$PACKAGE:" || fail "$library does not belong to the package"
+    owner=$(dpkg -S "$library")
+    grep -q "^$PACKAGE:" <<<"$owner" || fail "$library does not belong to the package"
     ids_of_each_family
 
     say "dpkg -r $PACKAGE"
     installed=$(dpkg -L "$PACKAGE" | grep -E '\.(so|sql|control)$')
     dpkg -r "$PACKAGE" >/dev/null
-    if dpkg-query -W -f='${Status}' "$PACKAGE" 2>/dev/null | grep -q "install ok installed"; then
+    if [ "$(dpkg-query -W -f='${Status}' "$PACKAGE" 2>/dev/null)" = "install ok installed" ]; then
         fail "the package is still installed"
     fi
     for file in $installed; do
@@ -73,11 +81,17 @@ else
     say "the files of $deb in PostgreSQL $PG_MAJOR's own installation ($PG_BIN)"
     unpacked=$WORK_ROOT/package-unpacked
     rm -rf "$unpacked" && dpkg-deb -x "$deb" "$unpacked"
-    # Why remove first: only the package's files may be there to load.
-    rm -f "$($PG_CONFIG --pkglibdir)"/pg_idgen.so "$($PG_CONFIG --sharedir)"/extension/pg_idgen*
-    cp "$unpacked$libdir/pg_idgen.so" "$($PG_CONFIG --pkglibdir)/"
-    cp "$unpacked$extdir"/pg_idgen* "$($PG_CONFIG --sharedir)/extension/"
-    cmp -s "$unpacked$libdir/pg_idgen.so" "$($PG_CONFIG --pkglibdir)/pg_idgen.so" || fail "the library was not copied"
+    # Only the package's files may be there to load: each put in place by rename, as dpkg does (a
+    # running server goes on with the library it maps), then the scripts the package lacks removed.
+    installed_lib=$($PG_CONFIG --pkglibdir) installed_ext=$($PG_CONFIG --sharedir)/extension
+    scripts/install_file.sh "$unpacked$libdir/pg_idgen.so" "$installed_lib/pg_idgen.so"
+    for file in "$unpacked$extdir"/pg_idgen*; do
+        scripts/install_file.sh "$file" "$installed_ext/"
+    done
+    for file in "$installed_ext"/pg_idgen*; do
+        [ -e "$unpacked$extdir/${file##*/}" ] || rm -f "$file"
+    done
+    cmp -s "$unpacked$libdir/pg_idgen.so" "$installed_lib/pg_idgen.so" || fail "the library was not copied"
     ids_of_each_family
     rm -rf "$unpacked"
     echo "package test: $(echo "$files" | wc -l) files in Debian's paths for PostgreSQL $PG_MAJOR; its library made an id of each family in PostgreSQL $PG_MAJOR"

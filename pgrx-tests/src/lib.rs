@@ -55,6 +55,8 @@ pub struct Cluster {
     pub port: u16,
     /// The libfaketime timestamp file, when the server runs on a fake wall clock.
     fake_clock: Option<PathBuf>,
+    /// `NAME=value` assignments added to the server's environment (`set_environment`).
+    environment: Vec<String>,
 }
 
 /// libfaketime from Debian's `libfaketime` package (scripts/lib.sh installs `faketime`).
@@ -100,7 +102,12 @@ impl Cluster {
         // tests find a server's processes by its name (pgrep). PG_IDGEN_TEST_TAG tells apart two
         // checkouts that run the same suite on one machine at once.
         let tag = std::env::var("PG_IDGEN_TEST_TAG").map(|t| format!("-{t}")).unwrap_or_default();
-        Cluster { dir: root.join(format!("system{tag}-pg{}-{name}", pg_major())), port: next_port(), fake_clock: None }
+        Cluster {
+            dir: root.join(format!("system{tag}-pg{}-{name}", pg_major())),
+            port: next_port(),
+            fake_clock: None,
+            environment: Vec::new(),
+        }
     }
 
     pub fn data(&self) -> String {
@@ -167,15 +174,21 @@ impl Cluster {
         fs::rename(&temp, path).expect("rename the faketime file");
     }
 
+    /// Adds `name=value` to the environment of the server from its next start on. (The harness
+    /// starts servers without RUST_BACKTRACE otherwise.)
+    pub fn set_environment(&mut self, name: &str, value: &str) {
+        self.environment.push(format!("{name}={value}"));
+    }
+
     /// Starts the server and waits until it accepts connections; on failure, the server log.
     pub fn try_start(&self) -> Result<(), String> {
         let log = self.log_path();
         let _ = fs::remove_file(&log);
-        let mut command: Vec<String> = Vec::new();
+        let mut command: Vec<String> = vec!["env".into()];
+        command.extend(self.environment.iter().cloned());
         if let Some(file) = &self.fake_clock {
             // Why no cache: a step must reach every process at once, as a real one does.
             command.extend([
-                "env".into(),
                 format!("LD_PRELOAD={LIBFAKETIME}"),
                 format!("FAKETIME_TIMESTAMP_FILE={}", file.display()),
                 "FAKETIME_DONT_FAKE_MONOTONIC=1".into(),
@@ -204,6 +217,19 @@ impl Cluster {
         // once took longer, and the next start found the old postmaster. The status is left
         // unchecked, as before.
         let _ = as_postgres(bin("pg_ctl").as_str(), &["-D", &self.data(), "-m", "fast", "-w", "-t", "300", "stop"]);
+    }
+
+    /// A fast shutdown (`pg_ctl stop -m fast`) that must end within `limit`: how long it took, or
+    /// pg_ctl's complaint. The harness's `stop` waits much longer; this one is for tests whose
+    /// claim is that nothing holds a shutdown up.
+    pub fn stop_fast_within(&self, limit: Duration) -> Result<Duration, String> {
+        let started = Instant::now();
+        let seconds = limit.as_secs().max(1).to_string();
+        let out = as_postgres(bin("pg_ctl").as_str(), &["-D", &self.data(), "-m", "fast", "-w", "-t", &seconds, "stop"]);
+        match out.status.success() {
+            true => Ok(started.elapsed()),
+            false => Err(format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))),
+        }
     }
 
     /// Promotes a standby and waits until it accepts writes.
@@ -364,6 +390,15 @@ pub fn started_cluster_with_clock_offset(name: &str, seconds: i64, settings: &[&
     let mut cluster = Cluster::init(name);
     cluster.use_fake_clock();
     cluster.set_clock_offset(seconds);
+    start_with_extension(cluster, settings)
+}
+
+/// The same, with `NAME=value` pairs added to the server's environment.
+pub fn started_cluster_with_environment(name: &str, environment: &[(&str, &str)], settings: &[&str]) -> Cluster {
+    let mut cluster = Cluster::init(name);
+    for (variable, value) in environment {
+        cluster.set_environment(variable, value);
+    }
     start_with_extension(cluster, settings)
 }
 

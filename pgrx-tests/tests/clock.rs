@@ -392,3 +392,103 @@ fn a_crash_during_a_forward_jump_does_not_take_it() {
     assert!(off.abs() < 5.0 + 1.0, "after the crash, ids are {off} s off the real time");
     assert!(cluster.log().contains("all server processes terminated; reinitializing"), "log:\n{}", cluster.log());
 }
+
+/// A statement running on a connection of its own: the backend's pid, and where its outcome
+/// arrives (the SQLSTATE of its error, or None when it succeeded).
+struct Running {
+    pid: i32,
+    outcome: std::sync::mpsc::Receiver<Option<String>>,
+}
+
+impl Running {
+    fn start(cluster: &Cluster, sql: &str) -> Running {
+        let mut db = cluster.connect();
+        let pid: i32 = db.query_one("SELECT pg_backend_pid()", &[]).unwrap().get(0);
+        let (sender, outcome) = std::sync::mpsc::channel();
+        let sql = sql.to_string();
+        // Why a thread that may be left behind: a call that never returns must fail the test, not
+        // hang it; the cluster's immediate stop at the end ends the connection.
+        std::thread::spawn(move || {
+            let _ = sender.send(db.batch_execute(&sql).err().map(|e| sqlstate(&e)));
+        });
+        Running { pid, outcome }
+    }
+
+    /// The SQLSTATE the statement ended with (None: it succeeded), or a panic naming `what` when it
+    /// has not ended within `limit`.
+    fn ended_within(&self, limit: Duration, what: &str) -> Option<String> {
+        self.outcome.recv_timeout(limit).unwrap_or_else(|_| panic!("{what}: the statement did not end within {limit:?}"))
+    }
+}
+
+/// Claim: a UUIDv7 call past the last millisecond the format holds, with
+/// `pg_idgen.max_clock_borrow = 0`, and an ObjectId call past the last second, with a borrow under
+/// one second (`500ms`), fail within seconds with SQLSTATE 22008 (the id format's end) instead of
+/// spinning: `uuid_v7_advance_past()` to the format's second-to-last millisecond, the 4,096 UUIDs
+/// of the last one, then one more; `objectid_advance_past()` to the second-to-last second, its
+/// last second's 16,777,216 ObjectIds, then one more. Every call after them fails the same way;
+/// `pg_cancel_backend()` of such a call and a fast shutdown during one return within seconds.
+#[test]
+fn calls_past_the_end_of_the_format_fail_at_once_and_can_be_cancelled() {
+    const LIMIT: Duration = Duration::from_secs(5);
+    let uuids = started_cluster("format-end-uuid", &["pg_idgen.max_clock_borrow = 0"]);
+    let mut db = uuids.connect();
+    db.batch_execute("SELECT uuid_v7_advance_past('ffffffff-fffe-7fff-bfff-ffffffffffff')").unwrap();
+    let last: String = db
+        .query_one("SELECT u::text FROM (SELECT uuid_v7_next() AS u FROM generate_series(1, 4096)) AS s ORDER BY u DESC LIMIT 1", &[])
+        .unwrap()
+        .get(0);
+    assert!(last.starts_with("ffffffff-ffff-7fff-"), "the last millisecond's 4,096 UUIDs end at its last counter: {last}");
+    let uuid_past_end = "SELECT uuid_v7_next()";
+    for attempt in 0..3 {
+        let outcome = Running::start(&uuids, uuid_past_end).ended_within(LIMIT, "a UUIDv7 past the format's end");
+        assert_eq!(outcome.as_deref(), Some("22008"), "attempt {attempt}: a UUIDv7 past the format's end");
+    }
+    let cancelled = Running::start(&uuids, uuid_past_end);
+    db.query_one("SELECT pg_cancel_backend($1)", &[&cancelled.pid]).unwrap();
+    let outcome = cancelled.ended_within(LIMIT, "pg_cancel_backend() of a UUIDv7 call past the format's end");
+    assert!(matches!(outcome.as_deref(), Some("22008" | "57014")), "cancelled: {outcome:?}");
+    let during_shutdown = Running::start(&uuids, "SELECT count(uuid_v7_next()) FROM generate_series(1, 1000000)");
+    drop(db);
+    uuids.stop_fast_within(Duration::from_secs(10)).expect("a fast shutdown while a call is past the format's end");
+    let outcome = during_shutdown.ended_within(LIMIT, "a UUIDv7 call during a fast shutdown");
+    assert!(outcome.is_some(), "the call past the format's end cannot have succeeded");
+
+    let objectids = started_cluster("format-end-objectid", &["pg_idgen.max_clock_borrow = '500ms'"]);
+    let mut db = objectids.connect();
+    db.batch_execute("SELECT objectid_advance_past('fffffffe0000000000000000')").unwrap();
+    let last: String = db
+        .query_one("SELECT max(objectid_gen())::text FROM (SELECT generate_series(1, 16777216)) AS s", &[])
+        .unwrap()
+        .get(0);
+    assert!(last.starts_with("ffffffff") && last.ends_with("ffffff"), "the last second's ObjectIds end at its last counter: {last}");
+    let outcome = Running::start(&objectids, "SELECT objectid_gen()").ended_within(LIMIT, "an ObjectId past the format's end");
+    assert_eq!(outcome.as_deref(), Some("22008"), "an ObjectId past the format's end");
+}
+
+/// Claim: a call that waits for the clock, for seconds at a time, ends within a second of
+/// `pg_cancel_backend()` (57014), and a fast shutdown during such a wait ends within seconds.
+/// The waits: ids of the `uidgen` layout (8,192 a one-second tick) made faster than that with
+/// `pg_idgen.max_clock_borrow = 0` and `pg_idgen.max_clock_wait = '10s'`.
+#[test]
+fn a_call_waiting_for_the_clock_ends_at_cancel_and_at_a_fast_shutdown() {
+    let cluster = started_cluster(
+        "clock-wait-cancel",
+        &["pg_idgen.node_id = 23", "pg_idgen.layout = 'uidgen'", "pg_idgen.max_clock_borrow = 0", "pg_idgen.max_clock_wait = '10s'"],
+    );
+    let many = "SELECT count(snowflake_next()) FROM generate_series(1, 1000000)";
+    let mut db = cluster.connect();
+    let waiting = Running::start(&cluster, many);
+    sleep(Duration::from_secs(2));
+    let cancelled_at = Instant::now();
+    db.query_one("SELECT pg_cancel_backend($1)", &[&waiting.pid]).unwrap();
+    assert_eq!(waiting.ended_within(Duration::from_secs(5), "a call waiting for the clock, cancelled").as_deref(), Some("57014"));
+    assert!(cancelled_at.elapsed() < Duration::from_secs(1), "the cancel took {:?}", cancelled_at.elapsed());
+
+    let waiting = Running::start(&cluster, many);
+    sleep(Duration::from_secs(2));
+    drop(db);
+    let took = cluster.stop_fast_within(Duration::from_secs(10)).expect("a fast shutdown while a call waits for the clock");
+    assert!(took < Duration::from_secs(5), "the fast shutdown took {took:?}");
+    assert!(waiting.ended_within(Duration::from_secs(5), "a call waiting for the clock, at shutdown").is_some());
+}

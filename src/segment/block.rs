@@ -6,7 +6,7 @@ use std::sync::atomic::{fence, Ordering};
 
 use pgrx::prelude::*;
 
-use super::next::{exhausted, forget_lookup, lookup, prefetch_offset, wait_for_range, Deadline};
+use super::next::{block_past_the_end, forget_lookup, lookup, prefetch_offset, wait_for_range, Deadline};
 use super::slot::{slots, Slot, SlotLock, FREE, LAST_GENERATION, OFFSET_BITS, OFFSET_MASK};
 use super::table::check_tag_name;
 use crate::tables::{display, TextBytes};
@@ -78,9 +78,10 @@ COMMENT ON FUNCTION segment_next_range(text, bigint) IS
 );
 
 /// The block does not fit in range `generation`. Under the lock: take it from the start of the
-/// next range, switching to it; or switch past a next range too short for it (a gap); then ask
-/// the worker for a range of at least `n` and wait. Returns the block's first number, or None to
-/// try again.
+/// next range, switching to it; or, when fewer than `n` numbers are left before bigint's end
+/// after the ranges in shared memory, fail and take nothing; or switch past a next range too
+/// short for it (a gap); then ask the worker for a range of at least `n` and wait. Returns the
+/// block's first number, or None to try again.
 #[cold]
 fn switch_for_block(slot: &Slot, tag: &[u8], version: u64, generation: u64, n: u64, deadline: &mut Deadline) -> Option<i64> {
     let waiting_at;
@@ -90,8 +91,18 @@ fn switch_for_block(slot: &Slot, tag: &[u8], version: u64, generation: u64, n: u
         if slot.version.load(Ordering::Acquire) != version || cursor >> OFFSET_BITS != generation {
             return None; // retired, or switched meanwhile
         }
-        let used = slot.ranges[generation as usize % 2].read(generation).map_or(0, |(_, len)| (cursor & OFFSET_MASK).min(len));
-        if let Some((next_start, next_len)) = slot.ranges[(generation + 1) as usize % 2].read(generation + 1) {
+        let current_len = slot.ranges[generation as usize % 2].read(generation).map_or(0, |(_, len)| len);
+        let used = (cursor & OFFSET_MASK).min(current_len);
+        let next = slot.ranges[(generation + 1) as usize % 2].read(generation + 1);
+        // Why before switching: a range past the loaded ones cannot hold the block either, and the
+        // numbers a switch would skip could then never be served. (A tag at its end has `left` 0.)
+        let left = slot.left.load(Ordering::Acquire);
+        if left < n && next.is_none_or(|(_, next_len)| next_len < n) {
+            let in_memory = current_len - used + next.map_or(0, |(_, next_len)| next_len);
+            drop(_lock);
+            block_past_the_end(tag, n, in_memory, left);
+        }
+        if let Some((next_start, next_len)) = next {
             if generation + 1 > LAST_GENERATION {
                 slot.set_state(FREE); // a new slot starts at generation 0 (a gap)
                 return None;
@@ -112,16 +123,13 @@ fn switch_for_block(slot: &Slot, tag: &[u8], version: u64, generation: u64, n: u
                 return Some(next_start);
             }
             waiting_at = generation + 1; // the short range is spent: wait for the one after it
-        } else if slot.end_generation.load(Ordering::Acquire) == generation + 1 {
-            drop(_lock);
-            exhausted(tag);
         } else {
             waiting_at = generation;
         }
+        // Only `want_len`: should the worker find fewer than `n` numbers left, no range is wanted.
         slot.want_len.fetch_max(n, Ordering::AcqRel);
-        slot.want_next.store(true, Ordering::Release);
     }
     super::worker::wake();
-    wait_for_range(slot, tag, version, waiting_at, deadline.ms());
+    wait_for_range(slot, tag, version, waiting_at, n, deadline.ms());
     None
 }

@@ -36,6 +36,7 @@
 //! | `want_next` | calls set it, publish clears it | atomic flag |
 //! | `want_len` | block calls raise it, publish clears it | atomic |
 //! | `end_generation` | publish (the tag is at bigint's end), take | the lock |
+//! | `left` | publish (what is left after the range, or the block that did not fit), take | the lock; only shrinks between takes |
 //! | `failures`, `retry_at_ms`, `warned_at_ms` | the worker of the slot's database (`retry_at_ms` is also cleared by any worker whose authority answers again) | one writer each; a cleared pause only means an early retry |
 //! | `waits`, `history_*` | calls, the worker | atomic counters, approximate |
 //!
@@ -48,6 +49,11 @@
 //! cursor to the next range with its block taken at once, again by compare-and-swap (a lost race
 //! with a `fetch_add` retries). A next range too short for the block is switched past unused (a
 //! gap), and the call asks the worker for a range of at least `n` (`want_len`) and waits for it.
+//! Near bigint's end the worker allocates a range for a block only if all of it fits, and
+//! otherwise publishes how many numbers are left (`left`) and allocates nothing. A block that
+//! fits neither the ranges in shared memory nor what is `left` after them fails before it
+//! switches or takes anything: the numbers left stay for smaller blocks and single calls, and the
+//! tag's `max_id` does not move.
 
 mod block;
 mod next;

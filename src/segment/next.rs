@@ -132,17 +132,20 @@ fn switch_or_wait(slot: &Slot, tag: &[u8], version: u64, generation: u64, offset
         }
         if slot.end_generation.load(Ordering::Acquire) == generation + 1 {
             drop(_lock);
-            exhausted(tag);
+            exhausted(tag, "segment_next");
         }
         slot.want_next.store(true, Ordering::Release);
     }
     super::worker::wake();
-    wait_for_range(slot, tag, version, generation, deadline.ms());
+    wait_for_range(slot, tag, version, generation, 0, deadline.ms());
 }
 
-/// Waits until the worker loaded range `generation + 1` or the slot changed, honouring cancel and
-/// statement_timeout, at most until the call's deadline (`pg_idgen.segment_wait_timeout`).
-pub(super) fn wait_for_range(slot: &Slot, tag: &[u8], version: u64, generation: u64, deadline_ms: i64) {
+/// Waits until the worker loaded range `generation + 1`, or found fewer numbers left than the
+/// caller's `block` (the numbers a `segment_next_range()` call needs in one range; 0 for
+/// `segment_next()`), or the slot changed, honouring cancel and statement_timeout, at most until
+/// the call's deadline (`pg_idgen.segment_wait_timeout`). A block call that finds the tag at its
+/// end returns: it says so itself (`block_past_the_end`).
+pub(super) fn wait_for_range(slot: &Slot, tag: &[u8], version: u64, generation: u64, block: u64, deadline_ms: i64) {
     let state = shmem::shared();
     slot.waits.fetch_add(1, Ordering::Relaxed);
     let cv = state.segment_loaded();
@@ -153,12 +156,17 @@ pub(super) fn wait_for_range(slot: &Slot, tag: &[u8], version: u64, generation: 
             || slot.generation() != generation
             || slot.ranges[(generation + 1) as usize % 2].read(generation + 1).is_some()
             || slot.end_generation.load(Ordering::Acquire) == generation + 1
+            || slot.left.load(Ordering::Acquire) < block
     };
     while !ready() {
         let remaining = deadline_ms - clock::monotonic_millis();
         if remaining <= 0 {
             unsafe { pg_sys::ConditionVariableCancelSleep() };
             no_range_in_time(state, tag);
+        }
+        if block > 0 {
+            // A worker that found too few numbers for a larger block cleared `want_len`: ask again.
+            slot.want_len.fetch_max(block, Ordering::AcqRel);
         }
         super::worker::wake();
         // Wakes on the worker's broadcast, a timeout, or an interrupt (it checks for those).
@@ -187,8 +195,8 @@ pub(super) fn wait_for_range(slot: &Slot, tag: &[u8], version: u64, generation: 
             ),
         }
     }
-    if at_end {
-        exhausted(tag);
+    if at_end && block == 0 {
+        exhausted(tag, "segment_next");
     }
 }
 
@@ -235,12 +243,33 @@ fn no_range_in_time(state: &shmem::SharedState, tag: &[u8]) -> ! {
 }
 
 #[cold]
-pub(super) fn exhausted(tag: &[u8]) -> ! {
+pub(super) fn exhausted(tag: &[u8], function: &str) -> ! {
     errors::raise(
         PgSqlErrorCode::ERRCODE_SEQUENCE_GENERATOR_LIMIT_EXCEEDED,
-        format!("segment_next: reached maximum value of segment tag \"{}\" ({})", display(tag), i64::MAX),
+        format!("{function}: reached maximum value of segment tag \"{}\" ({})", display(tag), i64::MAX),
         Some("Every number up to bigint's end has been allocated.".into()),
         None,
+    )
+}
+
+/// A block of `n` fits neither in the ranges in shared memory (`in_memory` numbers left there) nor
+/// in what is left of the tag after them before bigint's end (`left`).
+#[cold]
+pub(super) fn block_past_the_end(tag: &[u8], n: u64, in_memory: u64, left: u64) -> ! {
+    if in_memory == 0 && left == 0 {
+        exhausted(tag, "segment_next_range");
+    }
+    errors::raise(
+        PgSqlErrorCode::ERRCODE_SEQUENCE_GENERATOR_LIMIT_EXCEEDED,
+        format!(
+            "segment_next_range: segment tag \"{}\" has fewer than {n} consecutive numbers left before bigint's end ({})",
+            display(tag),
+            i64::MAX
+        ),
+        Some(format!(
+            "A block's numbers come from one range: {in_memory} are left in the ranges in shared memory, and {left} after them. Nothing was taken: they stay for smaller blocks and for segment_next()."
+        )),
+        Some("Ask for a smaller block, or take the rest with segment_next()."),
     )
 }
 

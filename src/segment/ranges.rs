@@ -15,6 +15,9 @@ pub struct Need {
     pub generation: u64,
     pub tag: Vec<u8>,
     pub step: u64,
+    /// The block a `segment_next_range()` call waits for (0: none): a range must hold all of it,
+    /// or none is allocated (`Outcome::TooShort`).
+    pub block: u64,
 }
 
 /// What the worker found for a slot.
@@ -25,6 +28,9 @@ pub enum Outcome {
     NoTag,
     /// The tag is at bigint's end: there is no range `generation`.
     Exhausted,
+    /// Fewer numbers than the block are left before bigint's end (how many): nothing allocated,
+    /// so they stay for smaller blocks and single numbers.
+    TooShort(u64),
     /// The allocation failed (a lock, …); the message is for the log.
     Failed(String),
 }
@@ -40,7 +46,8 @@ pub fn needs(database: pg_sys::Oid) -> Vec<Need> {
             continue;
         }
         let wanted = slot.generation() + 1;
-        if !slot.want_next.load(Ordering::Acquire)
+        let block = slot.want_len.load(Ordering::Acquire);
+        if !(slot.want_next.load(Ordering::Acquire) || block > 0)
             || slot.ranges[wanted as usize % 2].read(wanted).is_some()
             || wanted >= slot.end_generation.load(Ordering::Acquire)
             || slot.retry_at_ms.load(Ordering::Relaxed) > now_ms
@@ -60,8 +67,8 @@ pub fn needs(database: pg_sys::Oid) -> Vec<Need> {
             previous
         };
         // A block call waits for a range that holds its whole block.
-        let step = step.max(slot.want_len.load(Ordering::Acquire));
-        needs.push(Need { index, version: slot.version.load(Ordering::Acquire), generation: wanted, tag: slot.tag(), step });
+        let step = step.max(block);
+        needs.push(Need { index, version: slot.version.load(Ordering::Acquire), generation: wanted, tag: slot.tag(), step, block });
     }
     needs
 }
@@ -79,12 +86,14 @@ pub fn publish(need: &Need, outcome: &Outcome) -> bool {
     // generation (two workers, a late answer) would change under calls already taking from it.
     // Another one is a gap.
     let wanted = slot.generation() + 1 == need.generation && slot.ranges[need.generation as usize % 2].read(need.generation).is_none();
-    if !wanted && !matches!(outcome, Outcome::Failed(_)) {
+    if !wanted && !matches!(outcome, Outcome::Failed(_) | Outcome::TooShort(_)) {
         return false;
     }
     match *outcome {
         Outcome::Range(start, len) => {
             slot.ranges[need.generation as usize % 2].write(need.generation, start, len);
+            // The range's last number is the tag's max_id now.
+            slot.left.store((i64::MAX - (start + len as i64 - 1)) as u64, Ordering::Release);
             slot.step.store(len, Ordering::Relaxed);
             slot.last_load_ms.store(now_ms, Ordering::Relaxed);
             slot.want_next.store(false, Ordering::Release);
@@ -99,7 +108,16 @@ pub fn publish(need: &Need, outcome: &Outcome) -> bool {
         Outcome::Exhausted => {
             // Only past the ranges already loaded: calls go on with those first.
             slot.end_generation.store(need.generation, Ordering::Release);
+            slot.left.store(0, Ordering::Release);
             slot.want_next.store(false, Ordering::Release);
+            slot.want_len.store(0, Ordering::Release);
+            false
+        }
+        Outcome::TooShort(left) => {
+            // The block calls waiting see `left` and fail; `want_next`, if a call or a prefetch
+            // set it, still gets its range.
+            slot.left.fetch_min(left, Ordering::AcqRel);
+            slot.want_len.store(0, Ordering::Release);
             false
         }
         Outcome::Failed(_) => super::worker::record_failure(&slot.failures, &slot.retry_at_ms, &slot.warned_at_ms, now_ms),
@@ -113,7 +131,7 @@ pub fn anything_wanted(database: pg_sys::Oid) -> bool {
     let _lock = SlotLock::shared();
     slots().iter().any(|slot| {
         slot.serves(database)
-            && slot.want_next.load(Ordering::Acquire)
+            && (slot.want_next.load(Ordering::Acquire) || slot.want_len.load(Ordering::Acquire) > 0)
             && slot.state.load(Ordering::Acquire) == ACTIVE
             && slot.failures.load(Ordering::Relaxed) == 0
     })

@@ -19,6 +19,8 @@ pub(super) const OFFSET_REPAIR_AT: u64 = 1 << 31;
 pub(super) const LAST_GENERATION: u64 = (1 << 32) - 2;
 /// `RangeCell::generation` while the cell is empty or being written.
 pub(super) const NO_GENERATION: u64 = u64::MAX;
+/// `Slot::left` before the worker has obtained anything for the slot.
+pub(super) const LEFT_UNKNOWN: u64 = u64::MAX;
 /// Samples of the issued count, one a second, for ids/s over the last minute.
 pub(super) const HISTORY: usize = 64;
 
@@ -73,7 +75,13 @@ pub struct Slot {
     /// The next range is wanted (prefetch share reached, or a call is waiting).
     pub(super) want_next: AtomicBool,
     /// The least length a block call (`segment_next_range`) needs from the next range; 0: none.
+    /// A block call sets it alone (not `want_next`): a block the worker cannot serve must not
+    /// make it allocate a range nobody asked for.
     pub(super) want_len: AtomicU64,
+    /// How many numbers were left before bigint's end after the last range the worker obtained
+    /// (or found it could not obtain) for the slot: never less than the truth, which only shrinks
+    /// (`max_id` only grows). `LEFT_UNKNOWN` until then.
+    pub(super) left: AtomicU64,
     /// The first generation that will never have a range: the tag reached bigint's end with the
     /// one before it (NO_GENERATION while it has not). Calls get 2200H once they need it.
     pub(super) end_generation: AtomicU64,
@@ -102,6 +110,7 @@ impl Slot {
             slot.write_bytes(0, 1);
             (*slot).state.store(FREE, Ordering::Relaxed);
             (*slot).end_generation.store(NO_GENERATION, Ordering::Relaxed);
+            (*slot).left.store(LEFT_UNKNOWN, Ordering::Relaxed);
             for cell in &(*slot).ranges {
                 cell.generation.store(NO_GENERATION, Ordering::Relaxed);
             }
@@ -157,12 +166,15 @@ impl Slot {
             self.tag_len.store(tag.len() as u32, Ordering::Release);
             self.database.store(database.to_u32(), Ordering::Release);
             // Generation 0 is an empty range, so the first range is loaded as a "next" one and
-            // the first call switches to it at offset 0: the tag's first number is `start`.
+            // the first call switches to it at offset 0: the tag's first number is `start`. The
+            // first call asks for it: a single number with `want_next`, a block with `want_len`
+            // (which the worker may find too large for what is left, and then loads nothing).
             self.ranges[0].write(0, 0, 0);
             self.ranges[1].generation.store(NO_GENERATION, Ordering::Release);
             self.cursor.store(0, Ordering::Release);
-            self.want_next.store(true, Ordering::Release);
+            self.want_next.store(false, Ordering::Release);
             self.end_generation.store(NO_GENERATION, Ordering::Release);
+            self.left.store(LEFT_UNKNOWN, Ordering::Release);
             for counter in [&self.step, &self.issued_before, &self.waits, &self.want_len] {
                 counter.store(0, Ordering::Relaxed);
             }

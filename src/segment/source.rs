@@ -41,7 +41,7 @@ fn allocate(need: &Need) -> Outcome {
             let Some(table) = table::tag_table_oid() else {
                 return Outcome::NoTag; // the extension is gone from this database
             };
-            match allocate_row(table, &need.tag, need.step as i64, true) {
+            match allocate_row(table, &need.tag, need.step as i64, need.block as i64, true) {
                 // Raised, not returned: the transaction must not commit a row it found wrong.
                 Err(message) => pgrx::error!("{message}"),
                 Ok(row) => outcome_of(row),
@@ -55,10 +55,12 @@ fn allocate(need: &Need) -> Outcome {
     outcome
 }
 
-/// What an allocation's row means: `(last number, length)`, None when the tag has no row.
+/// What an allocation's row means: `(last number, length)`, None when the tag has no row. An
+/// empty range is bigint's end, or a block that does not fit before it (`allocate_row`).
 fn outcome_of(row: Option<(i64, i64)>) -> Outcome {
     match row {
-        Some((_, 0)) => Outcome::Exhausted,
+        Some((i64::MAX, 0)) => Outcome::Exhausted,
+        Some((max_id, 0)) => Outcome::TooShort((i64::MAX - max_id) as u64),
         Some((max_id, len)) => Outcome::Range(max_id - len + 1, len as u64),
         None => Outcome::NoTag,
     }
@@ -66,24 +68,29 @@ fn outcome_of(row: Option<(i64, i64)>) -> Outcome {
 
 /// Moves `tag`'s `max_id` past a new range of at least `step` numbers (0: the tag's own step), in
 /// the caller's transaction, and returns the range's last number and length (0 at bigint's end);
-/// None when the tag has no row. `nowait`: a locked row fails at once (the local worker, which
+/// None when the tag has no row. With `block` numbers wanted in one range (0: none) and fewer left
+/// before bigint's end, the range is empty and `max_id` stays: the numbers left are not handed to
+/// a block that cannot take them. `nowait`: a locked row fails at once (the local worker, which
 /// serves other tags meanwhile); else the lock is waited for, up to `lock_timeout` (at the
 /// authority, where servers share rows).
-fn allocate_row(table: pg_sys::Oid, tag: &[u8], step: i64, nowait: bool) -> Result<Option<(i64, i64)>, String> {
+fn allocate_row(table: pg_sys::Oid, tag: &[u8], step: i64, block: i64, nowait: bool) -> Result<Option<(i64, i64)>, String> {
     // Every object qualified; the range is clamped at bigint's end, where it ends empty.
     // ONLY: no table inheriting from it may take part (only its owner could attach one).
     const ALLOCATE: &str = "UPDATE ONLY {table} AS t
             SET max_id = t.max_id OPERATOR(pg_catalog.+) r.len, updated_at = pg_catalog.now()
            FROM (SELECT s.tag, s.max_id AS old_max_id,
-                        LEAST(GREATEST($2, s.step::pg_catalog.int8),
-                              9223372036854775807::pg_catalog.int8 OPERATOR(pg_catalog.-) s.max_id) AS len
+                        CASE WHEN (9223372036854775807::pg_catalog.int8 OPERATOR(pg_catalog.-) s.max_id) OPERATOR(pg_catalog.<) $3
+                             THEN 0::pg_catalog.int8
+                             ELSE LEAST(GREATEST($2, s.step::pg_catalog.int8),
+                                        9223372036854775807::pg_catalog.int8 OPERATOR(pg_catalog.-) s.max_id)
+                        END AS len
                    FROM ONLY {table} AS s
                   WHERE s.tag OPERATOR(pg_catalog.=) $1
                     FOR UPDATE {wait}) AS r
           WHERE t.tag OPERATOR(pg_catalog.=) r.tag
       RETURNING t.max_id, r.len, r.old_max_id";
     let statement = ALLOCATE.replace("{wait}", if nowait { "NOWAIT" } else { "" });
-    let args = [tables::text_arg(tag), step.into()];
+    let args = [tables::text_arg(tag), step.into(), block.into()];
     let row = table::run_on_tag_table(table, &statement, |sql| {
         tables::as_allocation(|| Spi::get_three_with_args::<i64, i64, i64>(sql, &args))
     })?;
@@ -229,7 +236,9 @@ fn pg_idgen_segment_allocate(
     let level = unsafe { pg_sys::NewGUCNestLevel() };
     set_parameter(c"session_replication_role", c"replica", pg_sys::GucAction::GUC_ACTION_SAVE);
     set_parameter(c"lock_timeout", c"1000", pg_sys::GucAction::GUC_ACTION_SAVE);
-    let allocated = allocate_row(table, tag.0, min_len, false);
+    // Why no block: the servers that call this ask for at least `min_len` and take what there is
+    // at bigint's end (their worker publishes a shorter range and learns that nothing is left).
+    let allocated = allocate_row(table, tag.0, min_len, 0, false);
     // SAFETY: pops the nest level opened above.
     unsafe { pg_sys::AtEOXact_GUC(true, level) };
     match allocated {

@@ -10,16 +10,26 @@ use pgrx::prelude::*;
 
 use super::cache::hash_bytes;
 use super::next::next;
-use crate::c_function::c_functions;
-use crate::errors;
+use crate::c_function::{function_info_v1, guarded_in_database_encoding};
+use crate::errors::{raise_in_database_encoding, DatabaseText};
 
-fn usage_error(message: String) -> ! {
-    errors::raise(
-        PgSqlErrorCode::ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED,
-        message,
-        None,
-        Some("Use it as: CREATE TRIGGER … BEFORE INSERT ON t FOR EACH ROW EXECUTE FUNCTION seq_fill('space', 'key_column', 'number_column')."),
-    )
+const USAGE: &str = "Use it as: CREATE TRIGGER name BEFORE INSERT ON t FOR EACH ROW EXECUTE FUNCTION seq_fill('space', 'key_column', 'number_column').";
+
+fn usage_error(message: DatabaseText) -> ! {
+    raise_in_database_encoding(PgSqlErrorCode::ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED, message, None, Some(USAGE))
+}
+
+/// `seq_fill: <what> column "<column>" of relation "<relation>"`: the start of most of its
+/// messages, with the names as the database stores them (`DatabaseText`).
+fn about_column(what: &str, column: &CStr, relation: &[u8]) -> DatabaseText {
+    DatabaseText::default()
+        .ascii("seq_fill: ")
+        .ascii(what)
+        .ascii("column \"")
+        .name(column.to_bytes())
+        .ascii("\" of relation \"")
+        .name(relation)
+        .ascii("\"")
 }
 
 /// The attribute number of a column named by a trigger argument. A generated column is refused:
@@ -27,47 +37,65 @@ fn usage_error(message: String) -> ! {
 ///
 /// # Safety
 /// `relation` is the trigger's relation, open.
-unsafe fn attribute(relation: pg_sys::Relation, name: &CStr, relation_name: &str) -> i32 {
+unsafe fn attribute(relation: pg_sys::Relation, name: &CStr, relation_name: &[u8]) -> i32 {
     // SAFETY: per the function's contract; the attribute is looked up by SPI_fnumber first.
     unsafe {
         let attnum = pg_sys::SPI_fnumber((*relation).rd_att, name.as_ptr());
         if attnum <= 0 {
-            errors::raise(
+            raise_in_database_encoding(
                 PgSqlErrorCode::ERRCODE_UNDEFINED_COLUMN,
-                format!("seq_fill: column \"{}\" of relation \"{relation_name}\" does not exist", name.to_string_lossy()),
+                about_column("", name, relation_name).ascii(" does not exist"),
                 None,
                 None,
             )
         }
         if pg_sys::get_attgenerated((*relation).rd_id, attnum as i16) != 0 {
-            usage_error(format!("seq_fill: column \"{}\" of relation \"{relation_name}\" is a generated column", name.to_string_lossy()));
+            usage_error(about_column("", name, relation_name).ascii(" is a generated column"));
         }
         attnum
     }
 }
 
-c_functions! {
-    /// The trigger: numbers the row's number column from its key column when it is NULL.
-    fn seq_fill / pg_finfo_seq_fill (fcinfo) {
+function_info_v1!(pg_finfo_seq_fill);
+
+/// The trigger: numbers the row's number column from its key column when it is NULL.
+///
+/// # Safety
+/// Called by PostgreSQL with the arguments its SQL declaration gives.
+#[unsafe(no_mangle)]
+pub unsafe extern "C-unwind" fn seq_fill(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
+    // SAFETY: PostgreSQL calls the function with a valid fcinfo; the guard catches what unwinds.
+    unsafe { guarded_in_database_encoding(move || fill(fcinfo)) }
+}
+
+/// # Safety
+/// `fcinfo` is the call's.
+unsafe fn fill(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
+    // SAFETY: the trigger data is checked to be there; the relation, its descriptor and the row
+    // are the trigger's, valid during the call; the arguments are NUL-terminated strings.
+    unsafe {
         let trigger = crate::c_function::trigger_data(fcinfo, "seq_fill()");
         let event = trigger.tg_event;
         if event & pg_sys::TRIGGER_EVENT_TIMINGMASK != pg_sys::TRIGGER_EVENT_BEFORE
             || event & pg_sys::TRIGGER_EVENT_ROW == 0
             || event & pg_sys::TRIGGER_EVENT_OPMASK != pg_sys::TRIGGER_EVENT_INSERT
         {
-            usage_error("seq_fill() must fire BEFORE INSERT FOR EACH ROW".into());
+            usage_error(DatabaseText::default().ascii("seq_fill() must fire BEFORE INSERT FOR EACH ROW"));
         }
         let definition = &*trigger.tg_trigger;
         if definition.tgnargs != 3 {
-            usage_error(format!("seq_fill() takes 3 arguments (space, key column, number column), not {}", definition.tgnargs));
+            usage_error(DatabaseText::default().ascii(&format!(
+                "seq_fill() takes 3 arguments (space, key column, number column), not {}",
+                definition.tgnargs
+            )));
         }
         let argument = |i: usize| CStr::from_ptr(*definition.tgargs.add(i));
         let (space, key_column, number_column) = (argument(0), argument(1), argument(2));
         let relation = trigger.tg_relation;
-        let relation_name = CStr::from_ptr(pg_sys::get_rel_name((*relation).rd_id)).to_string_lossy().into_owned();
+        let relation_name = CStr::from_ptr(pg_sys::get_rel_name((*relation).rd_id)).to_bytes();
         let desc = (*relation).rd_att;
-        let key_attnum = attribute(relation, key_column, &relation_name);
-        let number_attnum = attribute(relation, number_column, &relation_name);
+        let key_attnum = attribute(relation, key_column, relation_name);
+        let number_attnum = attribute(relation, number_column, relation_name);
         let tuple = trigger.tg_trigtuple;
         let mut null = false;
         pg_sys::heap_getattr(tuple, number_attnum, desc, &mut null);
@@ -76,10 +104,10 @@ c_functions! {
         }
         let key_datum = pg_sys::heap_getattr(tuple, key_attnum, desc, &mut null);
         if null {
-            errors::raise(
+            raise_in_database_encoding(
                 PgSqlErrorCode::ERRCODE_NOT_NULL_VIOLATION,
-                format!("seq_fill: key column \"{}\" of relation \"{relation_name}\" is NULL", key_column.to_string_lossy()),
-                Some("A row is numbered per key: it needs its key.".into()),
+                about_column("key ", key_column, relation_name).ascii(" is NULL"),
+                Some(DatabaseText::default().ascii("A row is numbered per key: it needs its key.")),
                 None,
             );
         }
@@ -91,29 +119,32 @@ c_functions! {
             pg_sys::TEXTOID | pg_sys::VARCHAROID => {
                 hash_bytes(<&[u8]>::from_polymorphic_datum(key_datum, false, pg_sys::TEXTOID).unwrap_or_default()) as i64
             }
-            _ => errors::raise(
+            _ => raise_in_database_encoding(
                 PgSqlErrorCode::ERRCODE_DATATYPE_MISMATCH,
-                format!("seq_fill: key column \"{}\" of relation \"{relation_name}\" must be smallint, integer, bigint, text or varchar", key_column.to_string_lossy()),
+                about_column("key ", key_column, relation_name).ascii(" must be smallint, integer, bigint, text or varchar"),
                 None,
                 None,
             ),
         };
         let number_type = pg_sys::SPI_gettypeid(desc, number_attnum);
         if number_type != pg_sys::INT8OID && number_type != pg_sys::INT4OID {
-            errors::raise(
+            raise_in_database_encoding(
                 PgSqlErrorCode::ERRCODE_DATATYPE_MISMATCH,
-                format!("seq_fill: number column \"{}\" of relation \"{relation_name}\" must be bigint or integer", number_column.to_string_lossy()),
+                about_column("number ", number_column, relation_name).ascii(" must be bigint or integer"),
                 // Why not a domain: a value a BEFORE trigger sets is not checked against it.
-                Some("Not a domain over them either: the value the trigger sets would not be checked against its constraints.".into()),
+                Some(DatabaseText::default().ascii("Not a domain over them either: the value the trigger sets would not be checked against its constraints.")),
                 None,
             );
         }
         let number = next(space.to_bytes(), key);
         let value = if number_type == pg_sys::INT4OID {
             let Ok(small) = i32::try_from(number) else {
-                errors::raise(
+                raise_in_database_encoding(
                     PgSqlErrorCode::ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE,
-                    format!("seq_fill: number {number} is out of range for integer column \"{}\"", number_column.to_string_lossy()),
+                    DatabaseText::default()
+                        .ascii(&format!("seq_fill: number {number} is out of range for integer column \""))
+                        .name(number_column.to_bytes())
+                        .ascii("\""),
                     None,
                     Some("Make the column bigint."),
                 )

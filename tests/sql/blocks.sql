@@ -38,3 +38,27 @@ SELECT segment_next_range('no such tag', 5);
 SELECT sqlstate_of($$SELECT segment_next_range('batch', -1)$$) AS negative,
        sqlstate_of($$SELECT segment_next_range('no such tag', 5)$$) AS unknown;
 SELECT segment_drop('batch');
+
+-- Near bigint's end: a block larger than the numbers left fails (2200H, naming
+-- segment_next_range) and takes nothing; the tag's max_id stays, and every number left is
+-- still served. 'edge' has 150 numbers, 9223372036854775658 to 9223372036854775807.
+SELECT segment_create('edge', start => 9223372036854775658, step => 100);
+-- As the tag's first call: the worker finds 150 left, allocates nothing, and says so.
+SELECT segment_next_range('edge', 151);
+SELECT max_id FROM segment_tag WHERE tag = 'edge';
+-- A block of exactly what is left takes it all in one range.
+SELECT segment_next_range('edge', 150) AS all_that_is_left;
+SELECT max_id FROM segment_tag WHERE tag = 'edge';
+SELECT segment_next('edge');
+SELECT segment_next_range('edge', 1);
+SELECT sqlstate_of($$SELECT segment_next_range('edge', 1)$$) AS at_the_end;
+-- 'edge2' has 150 numbers too. After a single number (a range of 100 in shared memory, 50 left
+-- after it), a block of 100 fits neither: it fails at once, and the 149 numbers left are served.
+SELECT segment_create('edge2', start => 9223372036854775658, step => 100);
+SELECT segment_next('edge2') AS first;
+SELECT segment_next_range('edge2', 100);
+SELECT max_id FROM segment_tag WHERE tag = 'edge2';
+SELECT count(*) AS served, min(n) AS lowest, max(n) AS highest, count(DISTINCT n) = count(*) AS all_distinct
+  FROM (SELECT segment_next('edge2') AS n FROM generate_series(1, 149)) AS s;
+SELECT segment_next('edge2');
+SELECT segment_drop('edge'), segment_drop('edge2');
