@@ -32,7 +32,7 @@ SELECT substr(id_mask_decimal(123456789, 13), 2, 10) AS sample_7,               
        substr(id_mask_decimal(123456789, 13, '9876543210'), 2, 10) AS sample_8;    -- 1001623463
 -- Each version's numbers unmask, old ones too: the first digit names the version.
 SELECT n, id_unmask_decimal(n, p) AS id
-  FROM (VALUES ('1243347748467', ''), ('1612420077306', '9876543210')) AS v(n, p);
+  FROM (VALUES ('1243347748478', ''), ('1612420077307', '9876543210')) AS v(n, p);
 SELECT id_unmask_decimal(id_mask_decimal(123456789, 13, '9876543210'), '9876543210') AS current_version;
 
 -- Importing what is already here adds nothing; other keys under a version here are refused.
@@ -60,13 +60,14 @@ SELECT id_mask(1, repeat('p', 65));
 SELECT id_unmask(NULL) IS NULL AS null_in_null_out, id_mask_base32(NULL) IS NULL AS strict;
 
 -- A public number finds its row through the primary key: the function is evaluated once, and its
--- value is the index scan's key.
+-- value is the index scan's key. (The planner evaluates it for its estimates too: the numbers
+-- here are version 3's.)
 CREATE TABLE mask_orders (id bigint PRIMARY KEY, customer text);
 INSERT INTO mask_orders SELECT g, 'customer ' || g FROM generate_series(1, 10000) AS g;
 ANALYZE mask_orders;
-EXPLAIN (COSTS OFF) SELECT * FROM mask_orders WHERE id = id_unmask_decimal('412345678901', 'orders');
+EXPLAIN (COSTS OFF) SELECT * FROM mask_orders WHERE id = id_unmask_decimal('308861881718', 'orders');
 PREPARE find_order(text) AS SELECT customer FROM mask_orders WHERE id = id_unmask_base32($1, 'orders');
-EXPLAIN (COSTS OFF) EXECUTE find_order('4000000000000000');
+EXPLAIN (COSTS OFF) EXECUTE find_order('37FNJS7H8H7CZ320');
 SELECT customer FROM mask_orders WHERE id = id_unmask_decimal(id_mask_decimal(4242, 12, 'orders'), 'orders');
 EXECUTE find_order(id_mask_base32(4343, 'orders'));
 DEALLOCATE find_order;
@@ -74,7 +75,7 @@ DROP TABLE mask_orders;
 
 -- A new key from the server's CSPRNG becomes current; the NIST versions still unmask.
 SELECT id_mask_key_create() AS created;
-SELECT id_unmask_decimal('1243347748467') AS version_1_still_unmasks;
+SELECT id_unmask_decimal('1243347748478') AS version_1_still_unmasks;
 SELECT substr(id_mask_decimal(123456789, 13), 1, 1) AS current_version_digit,
        substr(id_mask_decimal(123456789, 13), 2, 10) <> '6657667009' AS another_key;
 
@@ -126,13 +127,15 @@ RESET ROLE;
 REVOKE ALL ON FUNCTION id_mask(bigint, text), id_unmask(bigint, text, integer), id_mask_base32(bigint, text),
     id_unmask_base32(text, text), id_mask_key_export() FROM mask_app;
 DROP ROLE mask_app;
--- Statistics never hold the keys; pg_dump carries the table (a superuser's dump holds the keys).
+-- The key columns are never analysed (no statistics hold them); pg_dump carries the table (a superuser's dump holds the keys).
 ANALYZE idgen_internal.mask_key;
-SELECT attname, null_frac IS NOT NULL AS analysed, most_common_vals IS NULL AND histogram_bounds IS NULL AS no_values
-  FROM pg_stats WHERE tablename = 'mask_key' ORDER BY attname;
+SELECT attname AS analysed_column FROM pg_stats WHERE tablename = 'mask_key' ORDER BY attname;
 SELECT c::regclass AS dumped FROM pg_extension AS e, unnest(e.extconfig) AS c
  WHERE e.extname = 'pg_idgen' AND c::regclass::text LIKE '%mask%';
-SELECT relrowsecurity, relforcerowsecurity, relacl FROM pg_class WHERE oid = 'idgen_internal.mask_key'::regclass;
+SELECT relrowsecurity, relforcerowsecurity,
+       NOT EXISTS (SELECT FROM aclexplode(relacl) AS a WHERE a.grantee <> relowner) AS granted_to_no_one,
+       (SELECT count(*) FROM pg_policy WHERE polrelid = c.oid) AS policies
+  FROM pg_class AS c WHERE oid = 'idgen_internal.mask_key'::regclass;
 
 -- Removing the keys (as a superuser may) is seen at once: no key again.
 DELETE FROM idgen_internal.mask_key;
