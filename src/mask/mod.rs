@@ -68,14 +68,20 @@ fn require_id(id: i64) -> u128 {
     id as u128
 }
 
-/// A text that is not a public number of this database's keys (22023).
+/// A text that is not a public number of this database's keys (22023): its check digits match
+/// none of the key versions `tried`, or (none tried) it unmasks to more than an id.
 #[cold]
 fn not_made_here(form: &str, text: &[u8], purpose: &[u8], tried: &[u32]) -> ! {
     let versions = tried.iter().map(u32::to_string).collect::<Vec<_>>().join(", ");
+    let detail = if tried.is_empty() {
+        "It unmasks to a value above the largest id, 9223372036854775807.".to_string()
+    } else {
+        format!("Its check digits do not match key version {versions} with purpose \"{}\".", display(purpose))
+    };
     errors::raise(
         PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
         format!("\"{}\" is not a {form} public number of this database", display(text)),
-        Some(format!("Its check digits do not match key version {versions} with purpose \"{}\".", display(purpose))),
+        Some(detail),
         Some("Unmask with the purpose it was masked with; a number made on another server needs that server's keys (id_mask_key_import())."),
     )
 }
