@@ -50,6 +50,10 @@ SELECT id_mask_base32(42, 'orders') AS for_orders;
 SELECT id_unmask_base32(id_mask_base32(42, 'orders'), 'invoices');
 SELECT id_unmask_decimal('512345678901');   -- no version 5, 15, …
 SELECT id_unmask_decimal('12345678x01');
+-- 22 digits: 19 FF1 digits hold 10^19 values, more than the 2^63 ids. A number whose check
+-- digits match (each 19 digits have one such pair) but that unmasks above the largest id is refused.
+SELECT id_unmask_decimal('3999999999999999991889');
+SELECT id_unmask_decimal('3999999999999999991754') AS checks_and_fits;
 SELECT id_unmask_base32('4ZZZZZZZZZZZZZZZ');   -- second digit above 7
 SELECT id_unmask_base32('40000000000000');
 SELECT id_unmask_base32('5000000000000000');   -- no version 5, 37, …
