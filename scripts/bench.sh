@@ -8,6 +8,7 @@
 #   N=1000000 ROUNDS=1 ./dev bench
 #   N=200000 ROUNDS=1 PGBENCH_SECONDS=1 SEQ_KEYS=200000 ./dev bench   (a quick look at every part)
 #   ONLY_SEQ=1 ./dev bench  only the per-key sequences (SEQ_KEYS: the many keys, 1000000)
+#   ONLY_MASK=1 ./dev bench only the public numbers (id_mask and id_unmask in each form)
 #   BASELINE_REV=<git revision> ./dev bench
 #                          also times snowflake_next() and uuid_v7_next() of that revision against
 #                          this one, in two clusters side by side, COMPARE_ROUNDS (30) alternating
@@ -75,9 +76,9 @@ column() { awk -F'|' -v f="$1" -v c="$2" '{gsub(/^ +| +$/, "", $1)} $1 == f {gsu
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f%%", 100 * a / b }'; }
 multiple() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2fx", a / b }'; }
 
-# Sections 1, 2 and 3 run unless ONLY_COMPARE is set (then only section 4 runs); ONLY_SEQ runs
-# section 3 alone.
-if [ -z "${ONLY_COMPARE:-}${ONLY_SEQ:-}" ]; then
+# Sections 1, 2, 3 and 5 run unless ONLY_COMPARE is set (then only section 4 runs); ONLY_SEQ runs
+# section 3 alone, ONLY_MASK section 5 alone.
+if [ -z "${ONLY_COMPARE:-}${ONLY_SEQ:-}${ONLY_MASK:-}" ]; then
     # 1. Cost per call of every generator. For snowflake, a layout whose cap (262,144,000 ids/s) is far above what one backend can
     #    call, so the generator never waits for the clock and only its own cost shows.
     # PostgreSQL 18 has a UUIDv7 generator of its own, uuidv7(): timed in the same run, as the yardstick.
@@ -121,8 +122,33 @@ if [ -z "${ONLY_COMPARE:-}${ONLY_SEQ:-}" ]; then
 fi
 
 # 3. Per-key sequences against segment_next(), nextval() and what users do without them.
-if [ -z "${ONLY_COMPARE:-}" ]; then
+if [ -z "${ONLY_COMPARE:-}${ONLY_MASK:-}" ]; then
     source scripts/bench_seq.sh
+fi
+
+# 5. Public numbers: ns per call of masking and unmasking in each form, against snowflake_next(),
+#    md5(id::text) (what users reach for today) and gen_random_uuid() (the goal: one id_mask()
+#    costs less), in the same run. The key schedules are expanded once per backend, in the warm-up.
+#    Unmasking a text form is timed as a round trip; its cost is the round trip's less the mask's.
+if [ -z "${ONLY_COMPARE:-}${ONLY_SEQ:-}" ]; then
+    cluster_remove bench
+    bench_start "pg_idgen.node_id = 1" "pg_idgen.node_bits = 4" "pg_idgen.sequence_bits = 18"
+    cluster_psql bench -q -c "CREATE EXTENSION pg_idgen" -c "SELECT id_mask_key_create()" >/dev/null
+    time_calls "public numbers on PostgreSQL $PG_MAJOR, N=$N" \
+        "{g,snowflake_next(),md5(g::text),gen_random_uuid(),id_mask(g),id_unmask(g),\"id_mask(g, 'orders')\",\"id_mask_decimal(g, 12)\",\"id_unmask_decimal(id_mask_decimal(g, 12))\",id_mask_base32(g),id_unmask_base32(id_mask_base32(g))}"
+    cluster_stop bench
+    uuid=$(column 'gen_random_uuid()' 4)
+    md5=$(column 'md5(g::text)' 4)
+    for f in 'id_mask(g)' 'id_unmask(g)' "id_mask(g, 'orders')" 'id_mask_decimal(g, 12)' 'id_mask_base32(g)'; do
+        echo "$f cost above baseline: $(ratio "$(column "$f" 4)" "$uuid") of gen_random_uuid()'s (goal: < 100%), $(ratio "$(column "$f" 4)" "$md5") of md5(id::text)'s"
+    done
+    for form in decimal base32; do
+        case $form in
+        decimal) mask='id_mask_decimal(g, 12)' trip='id_unmask_decimal(id_mask_decimal(g, 12))' ;;
+        base32) mask='id_mask_base32(g)' trip='id_unmask_base32(id_mask_base32(g))' ;;
+        esac
+        echo "id_unmask_$form() cost: $(awk -v a="$(column "$trip" 4)" -v b="$(column "$mask" 4)" 'BEGIN { printf "%.1f", a - b }') ns (the round trip less the mask)"
+    done
 fi
 
 # 4. Optional: the generators of another revision against this one, same layout as in 1. Both

@@ -272,3 +272,131 @@ END
 $$;
 COMMENT ON FUNCTION pg_idgen_node_lease_renew(text, int, int, int, bigint, bigint) IS
     'Node registry: renews a node id lease its holder still has (called by the pg_idgen lease worker over libpq).';
+-- Public numbers (src/mask/): the functions, the key table and its trigger.
+-- id_mask
+CREATE  FUNCTION "id_mask"(
+	"id" bigint, /* i64 */
+	"purpose" text DEFAULT '' /* TextBytes */
+) RETURNS bigint /* i64 */
+STRICT STABLE PARALLEL SAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'id_mask_wrapper';
+-- id_mask_base32
+CREATE  FUNCTION "id_mask_base32"(
+	"id" bigint, /* i64 */
+	"purpose" text DEFAULT '' /* TextBytes */
+) RETURNS TEXT /* String */
+STRICT STABLE PARALLEL SAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'id_mask_base32_wrapper';
+-- id_mask_decimal
+CREATE  FUNCTION "id_mask_decimal"(
+	"id" bigint, /* i64 */
+	"digits" INT, /* i32 */
+	"purpose" text DEFAULT '' /* TextBytes */
+) RETURNS TEXT /* String */
+STRICT STABLE PARALLEL SAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'id_mask_decimal_wrapper';
+-- keys::id_mask_key_create
+CREATE  FUNCTION "id_mask_key_create"() RETURNS INT /* i32 */
+STRICT VOLATILE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'id_mask_key_create_wrapper';
+-- keys::id_mask_key_export
+CREATE  FUNCTION "id_mask_key_export"() RETURNS TEXT /* String */
+STRICT VOLATILE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'id_mask_key_export_wrapper';
+-- keys::id_mask_key_import
+CREATE  FUNCTION "id_mask_key_import"(
+	"keys" TEXT /* & str */
+) RETURNS INT /* i32 */
+STRICT VOLATILE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'id_mask_key_import_wrapper';
+-- id_unmask
+CREATE  FUNCTION "id_unmask"(
+	"masked" bigint, /* Option < i64 > */
+	"purpose" text DEFAULT '', /* Option < TextBytes > */
+	"version" INT DEFAULT NULL /* Option < i32 > */
+) RETURNS bigint /* Option < i64 > */
+STABLE PARALLEL SAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'id_unmask_wrapper';
+-- id_unmask_base32
+CREATE  FUNCTION "id_unmask_base32"(
+	"masked" text, /* TextBytes */
+	"purpose" text DEFAULT '' /* TextBytes */
+) RETURNS bigint /* i64 */
+STRICT STABLE PARALLEL SAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'id_unmask_base32_wrapper';
+-- id_unmask_decimal
+CREATE  FUNCTION "id_unmask_decimal"(
+	"masked" text, /* TextBytes */
+	"purpose" text DEFAULT '' /* TextBytes */
+) RETURNS bigint /* i64 */
+STRICT STABLE PARALLEL SAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'id_unmask_decimal_wrapper';
+------------------------------------------------------------------------------------------------
+-- Public numbers: the mask keys. One row per key version (the highest is current): an AES key
+-- for FF1 and an AES-256 key for the text forms' check digits, made by id_mask_key_create() or
+-- brought by id_mask_key_import(). Only superusers read them: no privilege is granted, and row
+-- security is forced without a policy, so pg_read_all_data sees no row. pg_dump carries the rows
+-- (a superuser's dump holds the keys; a role that cannot read them cannot dump the database
+-- without --exclude-table-data). Statistics are not collected on the keys.
+------------------------------------------------------------------------------------------------
+CREATE TABLE idgen_internal.mask_key (
+    version    int PRIMARY KEY CHECK (version > 0),
+    aes_key    bytea NOT NULL CHECK (octet_length(aes_key) IN (16, 24, 32)),
+    check_key  bytea NOT NULL CHECK (octet_length(check_key) = 32),
+    created_at timestamptz NOT NULL DEFAULT now()
+);
+REVOKE ALL ON idgen_internal.mask_key FROM PUBLIC;
+ALTER TABLE idgen_internal.mask_key ENABLE ROW LEVEL SECURITY;
+ALTER TABLE idgen_internal.mask_key FORCE ROW LEVEL SECURITY;
+ALTER TABLE idgen_internal.mask_key ALTER COLUMN aes_key SET STATISTICS 0;
+ALTER TABLE idgen_internal.mask_key ALTER COLUMN check_key SET STATISTICS 0;
+SELECT pg_catalog.pg_extension_config_dump('idgen_internal.mask_key', '');
+COMMENT ON TABLE idgen_internal.mask_key IS
+    'Mask keys of public numbers (id_mask()): superusers only. The highest version is current; older ones unmask what they made.';
+
+-- Every backend drops its cached key schedules once a change of the keys commits. ENABLE
+-- ALWAYS: pg_idgen's own statements run with session_replication_role = replica.
+CREATE FUNCTION idgen_internal.pg_idgen_mask_key_changed() RETURNS trigger
+    AS 'MODULE_PATHNAME', 'pg_idgen_mask_key_changed' LANGUAGE C;
+COMMENT ON FUNCTION idgen_internal.pg_idgen_mask_key_changed() IS
+    'Trigger on idgen_internal.mask_key: every backend reads the keys again once the change commits.';
+REVOKE EXECUTE ON FUNCTION idgen_internal.pg_idgen_mask_key_changed() FROM PUBLIC;
+CREATE TRIGGER mask_key_changed AFTER INSERT OR UPDATE OR DELETE ON idgen_internal.mask_key
+    FOR EACH STATEMENT EXECUTE FUNCTION idgen_internal.pg_idgen_mask_key_changed();
+CREATE TRIGGER mask_key_truncated AFTER TRUNCATE ON idgen_internal.mask_key
+    FOR EACH STATEMENT EXECUTE FUNCTION idgen_internal.pg_idgen_mask_key_changed();
+ALTER TABLE idgen_internal.mask_key ENABLE ALWAYS TRIGGER mask_key_changed;
+ALTER TABLE idgen_internal.mask_key ENABLE ALWAYS TRIGGER mask_key_truncated;
+
+-- Masking is a keyed oracle: who may use it is granted per role, as for seq_next().
+COMMENT ON FUNCTION id_mask(bigint, text) IS
+    'The public number of an id: FF1 over AES with the current key and the purpose, a bijection of 0 to 2^63-1.';
+COMMENT ON FUNCTION id_unmask(bigint, text, integer) IS
+    'The id of a public number made by id_mask() with the purpose, under key version version (default: current).';
+COMMENT ON FUNCTION id_mask_decimal(bigint, integer, text) IS
+    'The public number of an id as digits decimal digits (9 to 22): key version digit, FF1 radix 10, 2 check digits.';
+COMMENT ON FUNCTION id_unmask_decimal(text, text) IS
+    'The id of a public number made by id_mask_decimal() with the purpose; refuses one made otherwise (check digits).';
+COMMENT ON FUNCTION id_mask_base32(bigint, text) IS
+    'The public number of an id as 16 Crockford base32 digits: key version digit, id_mask() in 13 digits, 2 check digits.';
+COMMENT ON FUNCTION id_unmask_base32(text, text) IS
+    'The id of a public number made by id_mask_base32() with the purpose; refuses one made otherwise (check digits).';
+COMMENT ON FUNCTION id_mask_key_create() IS
+    'Makes a new mask key version from the server''s CSPRNG and makes it current. Superusers only.';
+COMMENT ON FUNCTION id_mask_key_export() IS
+    'Every mask key version as text for id_mask_key_import() on another server: a secret. Superusers only.';
+COMMENT ON FUNCTION id_mask_key_import(text) IS
+    'Adds the mask key versions of an exported text that this database lacks; returns how many. Superusers only.';
+REVOKE EXECUTE ON FUNCTION id_mask(bigint, text), id_unmask(bigint, text, integer),
+    id_mask_decimal(bigint, integer, text), id_unmask_decimal(text, text),
+    id_mask_base32(bigint, text), id_unmask_base32(text, text),
+    id_mask_key_create(), id_mask_key_export(), id_mask_key_import(text) FROM PUBLIC;

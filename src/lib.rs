@@ -16,6 +16,7 @@ mod errors;
 pub mod families;
 pub mod layout;
 mod mark;
+mod mask;
 mod migrate;
 #[cfg(test)]
 mod module_graph;
@@ -46,6 +47,8 @@ pub extern "C-unwind" fn _PG_init() {
     // In every process that loads the library: segment_create and segment_drop run SQL on the
     // tag table also when it is not preloaded.
     tables::install_analysis_guard();
+    // In every process that loads the library: masking needs no preload.
+    mask::register_invalidation();
     if preloading {
         shmem::install_hooks(shmem::Hooks {
             area_size: shared_area_size,

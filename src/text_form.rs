@@ -61,7 +61,7 @@ c_functions! {
 /// (22P02), quoting the text. `a_type` names the type with its article ("an objectid").
 /// Why bytes: in a database whose encoding is not UTF-8 the text may not be UTF-8; every digit
 /// is ASCII, so any other byte is simply not one.
-fn decode(width: Width, a_type: &str, text: TextBytes) -> u128 {
+pub(crate) fn decode(width: Width, a_type: &str, text: TextBytes) -> u128 {
     let detail = match text.0.iter().position(|b| !b.is_ascii()) {
         Some(position) => format!("Character {} is not ASCII, so not a Crockford base32 digit.", position + 1),
         // ASCII is UTF-8: from_utf8 cannot fail here.

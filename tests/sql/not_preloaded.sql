@@ -36,3 +36,10 @@ SELECT seq_current_text('unloaded', 'room:general');
 SELECT * FROM seq_status();
 SELECT seq_space_drop('unloaded');
 SELECT count(*) AS spaces_left FROM seq_space;
+
+-- Public numbers need no preload: the keys are a table, each backend's cache is told of changes
+-- by relcache invalidations.
+SELECT id_mask_key_create() AS created;
+SELECT id_unmask(id_mask(5)) AS unmasked, id_unmask_decimal(id_mask_decimal(5, 12)) AS unmasked_decimal;
+SELECT id_mask_key_create() AS rotated;
+SELECT left(id_mask_base32(5), 1) AS current_version;
