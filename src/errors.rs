@@ -57,6 +57,7 @@ thread_local! {
 /// Whether recovery is over (this server is a primary). Asks PostgreSQL only until it is.
 #[inline]
 pub fn recovery_is_over() -> bool {
+    // SAFETY: RecoveryInProgress reads shared memory that every backend is attached to.
     if !RECOVERY_OVER.get() && !unsafe { pgrx::pg_sys::RecoveryInProgress() } {
         RECOVERY_OVER.set(true);
     }

@@ -42,6 +42,7 @@ pub mod uuid7;
 #[pg_guard]
 pub extern "C-unwind" fn _PG_init() {
     errors::keep_backtraces_out_of_messages();
+    // SAFETY: a flag of the postmaster's, read in the process that loads the library.
     let preloading = unsafe { pgrx::pg_sys::process_shared_preload_libraries_in_progress };
     settings::declare(preloading);
     // In every process that loads the library: segment_create and segment_drop run SQL on the
@@ -61,6 +62,7 @@ pub extern "C-unwind" fn _PG_init() {
         segment::worker::also_serve(seq::serve_round);
         // Why no workers under pg_upgrade: no ids are made then, and a worker connected to a
         // database would keep pg_upgrade from creating it anew.
+        // SAFETY: a flag set from the command line before libraries are preloaded.
         if !unsafe { pgrx::pg_sys::IsBinaryUpgrade } {
             clock_worker::register();
             segment::worker::register();

@@ -135,7 +135,7 @@ impl RemoteStatus {
     pub fn last_message(&self) -> String {
         loop {
             let version = self.message_version.load(Acquire);
-            if version % 2 == 1 {
+            if !version.is_multiple_of(2) {
                 std::hint::spin_loop();
                 continue;
             }
@@ -158,7 +158,7 @@ impl RemoteStatus {
         // workers of several databases share the authority's status); one at a time.
         let version = loop {
             let version = self.message_version.load(Acquire);
-            if version % 2 == 0 && self.message_version.compare_exchange_weak(version, version + 1, SeqCst, Relaxed).is_ok() {
+            if version.is_multiple_of(2) && self.message_version.compare_exchange_weak(version, version + 1, SeqCst, Relaxed).is_ok() {
                 break version;
             }
             std::hint::spin_loop();

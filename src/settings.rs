@@ -574,11 +574,8 @@ unsafe fn guc_variables() -> &'static [*mut pg_sys::config_generic] {
 fn raw_setting(name: &CStr) -> Option<String> {
     // SAFETY: GetConfigOption returns NULL or a C string owned by the GUC machinery.
     let value = unsafe { pg_sys::GetConfigOption(name.as_ptr(), true, false) };
-    if value.is_null() {
-        None
-    } else {
-        Some(unsafe { CStr::from_ptr(value) }.to_string_lossy().into_owned())
-    }
+    // SAFETY: non-null, so a C string of the GUC machinery's, read before anything can change it.
+    (!value.is_null()).then(|| unsafe { CStr::from_ptr(value) }.to_string_lossy().into_owned())
 }
 
 /// Reports an invalid setting at `level` (FATAL at server start, ERROR later).

@@ -66,6 +66,9 @@ unsafe fn status_row(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
 /// One row per time-based family (`families::FAMILIES`): its clock, its capacity, the time of
 /// its last value handed out since the start (NULL before the first), its floor and its durable
 /// high-water mark. A new family adds a row.
+// Why allowed: pgrx takes a set-returning function's column names from the `name!` in its
+// signature, so its row type cannot be named apart.
+#[allow(clippy::type_complexity)]
 fn pg_idgen_generators() -> TableIterator<
     'static,
     (

@@ -39,6 +39,8 @@ impl FromDatum for TextBytes<'_> {
     }
 }
 
+// SAFETY: the argument is unboxed through `FromDatum` above, which borrows the varlena for the
+// call's lifetime `'fcx` and reads nothing else.
 unsafe impl<'fcx> ArgAbi<'fcx> for TextBytes<'fcx> {
     unsafe fn unbox_arg_unchecked(arg: Arg<'_, 'fcx>) -> Self {
         let index = arg.index();
@@ -52,6 +54,7 @@ unsafe impl<'fcx> ArgAbi<'fcx> for TextBytes<'fcx> {
     }
 }
 
+// SAFETY: the SQL type declared, text, is the type whose datums `FromDatum` reads.
 unsafe impl SqlTranslatable for TextBytes<'_> {
     const TYPE_IDENT: &'static str = pgrx::pgrx_resolved_type!(TextBytes);
     const TYPE_ORIGIN: TypeOrigin = TypeOrigin::External;
@@ -74,6 +77,7 @@ impl IntoDatum for TextOut {
     }
 }
 
+// SAFETY: the datum returned is the text that `into_datum` built, of the declared type.
 unsafe impl BoxRet for TextOut {
     unsafe fn box_into<'fcx>(self, fcinfo: &mut FcInfo<'fcx>) -> pgrx::datum::Datum<'fcx> {
         match self.into_datum() {
@@ -84,6 +88,7 @@ unsafe impl BoxRet for TextOut {
     }
 }
 
+// SAFETY: the SQL type declared, text, is the type of the datums `into_datum` builds.
 unsafe impl SqlTranslatable for TextOut {
     const TYPE_IDENT: &'static str = pgrx::pgrx_resolved_type!(TextOut);
     const TYPE_ORIGIN: TypeOrigin = TypeOrigin::External;
@@ -515,7 +520,7 @@ mod tests {
     fn a_statement_naming_its_table_runs() {
         Spi::run("CREATE SCHEMA guard_c; CREATE TABLE guard_c.segment_tag (tag text)").unwrap();
         let table = Spi::get_one::<pg_sys::Oid>("SELECT 'guard_c.segment_tag'::regclass::oid").unwrap().unwrap();
-        let count = super::run_on_tables(&[("{table}", table)], "SELECT count(*) FROM {table}", |sql| Spi::get_one::<i64>(sql)).unwrap();
+        let count = super::run_on_tables(&[("{table}", table)], "SELECT count(*) FROM {table}", Spi::get_one::<i64>).unwrap();
         assert_eq!(count, Ok(Some(0)));
     }
 }

@@ -99,6 +99,7 @@ pub fn restore_at_start(state: &SharedState) {
 /// The record of the files, checked: None for a new data directory. FATAL when a copy is
 /// missing, damaged, or stands for an unknown past (pg_upgrade).
 fn read_at_start() -> Option<MarkRecord> {
+    // SAFETY: a flag set from the command line before shared memory is built.
     let binary_upgrade = unsafe { pg_sys::IsBinaryUpgrade };
     let (main, copy) = (read_copy(MARK_FILE), read_copy(COPY_FILE));
     for (file, content) in [(MARK_FILE, &main), (COPY_FILE, &copy)] {
@@ -392,6 +393,7 @@ fn fail(level: PgLogLevel, message: String, hint: String) -> ! {
 /// marks in the files. Why not under pg_upgrade: that start made no ids, and must not replace a
 /// file it did not write.
 pub fn save_exact_marks() {
+    // SAFETY: a flag set from the command line at the postmaster's start.
     if !crate::shmem::is_attached() || unsafe { pg_sys::IsBinaryUpgrade } {
         return;
     }

@@ -381,7 +381,7 @@ fn parse_export(text: &str) -> Result<Vec<Material>, String> {
         return Err(format!("it does not start with \"{EXPORT_HEADER}\""));
     }
     let unhex = |field: &str, what: &str, line: usize| -> Result<Vec<u8>, String> {
-        if field.len() % 2 != 0 || !field.bytes().all(|b| b.is_ascii_hexdigit()) {
+        if !field.len().is_multiple_of(2) || !field.bytes().all(|b| b.is_ascii_hexdigit()) {
             return Err(format!("line {line}: the {what} key is not hexadecimal"));
         }
         Ok((0..field.len()).step_by(2).map(|i| u8::from_str_radix(&field[i..i + 2], 16).unwrap()).collect())

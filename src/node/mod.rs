@@ -243,6 +243,8 @@ pub fn boot_micros() -> i64 {
 
 #[pg_extern(volatile, parallel_safe)]
 /// Where this server's node id lease stands: one row, or none without `pg_idgen.node_registry`.
+// Why allowed: pgrx takes the columns' names from the `name!` in the signature.
+#[allow(clippy::type_complexity)]
 fn node_lease_status() -> TableIterator<
     'static,
     (

@@ -307,7 +307,7 @@ impl LeaseWorker {
         }
         let message = error.to_string();
         let in_a_row = lease.registry.failed(&message, true);
-        if in_a_row == 1 || in_a_row % 30 == 0 {
+        if in_a_row == 1 || in_a_row.is_multiple_of(30) {
             warning!("pg_idgen lease worker: the node registry ({}) failed ({in_a_row} in a row): {message}", self.registry);
         }
     }
