@@ -4,6 +4,7 @@
 
 use std::ffi::{c_char, c_void, CStr, CString};
 
+use pgrx::datum::TimestampWithTimeZone;
 use pgrx::guc::{GucContext, GucFlags, GucRegistry, GucSetting};
 use pgrx::pg_sys;
 use pgrx::pg_sys::panic::ErrorReport;
@@ -219,7 +220,7 @@ pub(super) const STRING_SETTINGS: [StringSetting; 7] = [
         setting: &EPOCH,
         short: c"Time zero of snowflake ids: a fixed instant, not in the future (UTC unless an offset is given).",
         flags: GucFlags::empty(),
-        check: |text| super::load::parse_epoch(text).map(|_| ()),
+        check: |text| parse_epoch(text).map(|_| ()),
     },
     StringSetting {
         name: c"pg_idgen.layout",
@@ -258,38 +259,6 @@ pub(super) const STRING_SETTINGS: [StringSetting; 7] = [
         check: crate::remote::check_conninfo,
     },
 ];
-
-/// The raw text of every setting that postgresql.conf (or the command line) gave, before the
-/// settings are defined. Why: for a custom setting set before the library loaded, PostgreSQL only
-/// WARNs about a value its check refuses and keeps the default; a mistyped node id must stop the
-/// server instead, so `refuse_invalid_texts` checks these.
-pub(super) struct RawTexts {
-    ints: Vec<Option<String>>,
-    strings: Vec<Option<String>>,
-}
-
-pub(super) fn raw_texts() -> RawTexts {
-    RawTexts {
-        ints: INT_SETTINGS.iter().map(|s| raw_setting(s.name)).collect(),
-        strings: STRING_SETTINGS.iter().map(|s| raw_setting(s.name)).collect(),
-    }
-}
-
-/// Stops the server (FATAL) at the first raw text a setting's check refuses.
-pub(super) fn refuse_invalid_texts(raw: &RawTexts) {
-    for (s, raw) in INT_SETTINGS.iter().zip(&raw.ints) {
-        if let Some(Err(detail)) = raw.as_deref().map(|raw| check_int_text(s, raw)) {
-            super::load::invalid(PgLogLevel::FATAL, s.name, raw.as_deref().unwrap_or_default(), &detail);
-        }
-    }
-    for (s, raw) in STRING_SETTINGS.iter().zip(&raw.strings) {
-        if let Some(Err(detail)) = raw.as_deref().map(s.check) {
-            // A connection string may hold a password: the message does not repeat it.
-            let shown = if s.flags.contains(GucFlags::SUPERUSER_ONLY) { "…" } else { raw.as_deref().unwrap_or_default() };
-            super::load::invalid(PgLogLevel::FATAL, s.name, shown, &detail);
-        }
-    }
-}
 
 /// Defines every setting, postmaster-level when the library is being preloaded. Why not always:
 /// PostgreSQL refuses (FATAL) to create postmaster-level settings after start, which is when a
@@ -373,7 +342,7 @@ fn report_check(result: Result<(), String>) -> bool {
 }
 
 /// The raw text of an integer setting, parsed as PostgreSQL parses it (units included).
-fn check_int_text(s: &IntSetting, raw: &str) -> Result<(), String> {
+pub(super) fn check_int_text(s: &IntSetting, raw: &str) -> Result<(), String> {
     let text = CString::new(raw).map_err(|_| "It must be an integer.".to_string())?;
     let mut parsed = 0i32;
     // SAFETY: parse_int reads the C string and writes the result; no hint is asked for.
@@ -437,10 +406,44 @@ unsafe fn guc_variables() -> &'static [*mut pg_sys::config_generic] {
     }
 }
 
-fn raw_setting(name: &CStr) -> Option<String> {
+pub(super) fn raw_setting(name: &CStr) -> Option<String> {
     // SAFETY: GetConfigOption returns NULL or a C string owned by the GUC machinery.
     let value = unsafe { pg_sys::GetConfigOption(name.as_ptr(), true, false) };
     // SAFETY: non-null, so a C string of the GUC machinery's, read before anything can change it.
     (!value.is_null()).then(|| unsafe { CStr::from_ptr(value) }.to_string_lossy().into_owned())
 }
 
+
+/// The epoch as an absolute instant (Unix µs). Without a UTC offset it is read as UTC, and dates
+/// are read year first (ISO), whatever the session's `timezone` and `DateStyle`: `ALTER SYSTEM`
+/// must read the text as the next start will, and time zero must not move when those settings
+/// change. Words that name a moment relative to now ("now", "today", …) are refused: the
+/// postmaster has no "now" that would mean anything to the next start.
+pub(super) fn parse_epoch(text: &str) -> Result<i64, String> {
+    parse::refuse_relative_time(text)?;
+    let parsed = with_fixed_date_rules(|| PgTryBuilder::new(|| text.parse::<TimestampWithTimeZone>().ok()).catch_others(|_| None).execute());
+    let unix_us = match parsed {
+        Some(ts) if ts.is_finite() => crate::clock::pg_to_unix_micros(ts.into_inner()),
+        _ => return Err("It must be a finite timestamp with time zone.".into()),
+    };
+    parse::refuse_future_epoch(unix_us, crate::clock::wall_unix_micros())
+}
+
+/// Runs `f` with the session's time zone set to UTC and dates read as ISO, year first; then
+/// restores them.
+fn with_fixed_date_rules<T>(f: impl FnOnce() -> T) -> T {
+    // SAFETY: pg_tzset returns a cached zone that lives for the process; the previous values are
+    // put back before returning (f catches its own errors).
+    unsafe {
+        let previous = (pg_sys::session_timezone, pg_sys::DateStyle, pg_sys::DateOrder);
+        let utc = pg_sys::pg_tzset(c"UTC".as_ptr());
+        if !utc.is_null() {
+            pg_sys::session_timezone = utc;
+        }
+        pg_sys::DateStyle = pg_sys::USE_ISO_DATES as i32;
+        pg_sys::DateOrder = pg_sys::DATEORDER_YMD as i32;
+        let result = f();
+        (pg_sys::session_timezone, pg_sys::DateStyle, pg_sys::DateOrder) = previous;
+        result
+    }
+}

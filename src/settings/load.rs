@@ -4,9 +4,7 @@
 
 use std::ffi::{CStr, CString};
 
-use pgrx::datum::TimestampWithTimeZone;
-use pgrx::guc::GucSetting;
-use pgrx::pg_sys;
+use pgrx::guc::{GucFlags, GucSetting};
 use pgrx::pg_sys::panic::ErrorReport;
 use pgrx::prelude::*;
 
@@ -54,6 +52,38 @@ pub(super) fn load(level: PgLogLevel) -> Config {
     })
 }
 
+/// The raw text of every setting that postgresql.conf (or the command line) gave, before the
+/// settings are defined. Why: for a custom setting set before the library loaded, PostgreSQL only
+/// WARNs about a value its check refuses and keeps the default; a mistyped node id must stop the
+/// server instead, so `refuse_invalid_texts` checks these.
+pub(super) struct RawTexts {
+    ints: Vec<Option<String>>,
+    strings: Vec<Option<String>>,
+}
+
+pub(super) fn raw_texts() -> RawTexts {
+    RawTexts {
+        ints: INT_SETTINGS.iter().map(|s| raw_setting(s.name)).collect(),
+        strings: STRING_SETTINGS.iter().map(|s| raw_setting(s.name)).collect(),
+    }
+}
+
+/// Stops the server (FATAL) at the first raw text a setting's check refuses.
+pub(super) fn refuse_invalid_texts(raw: &RawTexts) {
+    for (s, raw) in INT_SETTINGS.iter().zip(&raw.ints) {
+        if let Some(Err(detail)) = raw.as_deref().map(|raw| check_int_text(s, raw)) {
+            invalid(PgLogLevel::FATAL, s.name, raw.as_deref().unwrap_or_default(), &detail);
+        }
+    }
+    for (s, raw) in STRING_SETTINGS.iter().zip(&raw.strings) {
+        if let Some(Err(detail)) = raw.as_deref().map(s.check) {
+            // A connection string may hold a password: the message does not repeat it.
+            let shown = if s.flags.contains(GucFlags::SUPERUSER_ONLY) { "…" } else { raw.as_deref().unwrap_or_default() };
+            invalid(PgLogLevel::FATAL, s.name, shown, &detail);
+        }
+    }
+}
+
 /// A string setting's text, trimmed.
 fn text(setting: &GucSetting<Option<CString>>) -> String {
     setting.get().map(|s| s.to_string_lossy().trim().to_string()).unwrap_or_default()
@@ -76,40 +106,6 @@ fn invalid_with_hint(level: PgLogLevel, name: &CStr, value: &str, detail: &str, 
     .set_hint(hint)
     .report(level);
     unreachable!("an ERROR or FATAL report does not return")
-}
-
-/// The epoch as an absolute instant (Unix µs). Without a UTC offset it is read as UTC, and dates
-/// are read year first (ISO), whatever the session's `timezone` and `DateStyle`: `ALTER SYSTEM`
-/// must read the text as the next start will, and time zero must not move when those settings
-/// change. Words that name a moment relative to now ("now", "today", …) are refused: the
-/// postmaster has no "now" that would mean anything to the next start.
-pub(super) fn parse_epoch(text: &str) -> Result<i64, String> {
-    parse::refuse_relative_time(text)?;
-    let parsed = with_fixed_date_rules(|| PgTryBuilder::new(|| text.parse::<TimestampWithTimeZone>().ok()).catch_others(|_| None).execute());
-    let unix_us = match parsed {
-        Some(ts) if ts.is_finite() => crate::clock::pg_to_unix_micros(ts.into_inner()),
-        _ => return Err("It must be a finite timestamp with time zone.".into()),
-    };
-    parse::refuse_future_epoch(unix_us, crate::clock::wall_unix_micros())
-}
-
-/// Runs `f` with the session's time zone set to UTC and dates read as ISO, year first; then
-/// restores them.
-fn with_fixed_date_rules<T>(f: impl FnOnce() -> T) -> T {
-    // SAFETY: pg_tzset returns a cached zone that lives for the process; the previous values are
-    // put back before returning (f catches its own errors).
-    unsafe {
-        let previous = (pg_sys::session_timezone, pg_sys::DateStyle, pg_sys::DateOrder);
-        let utc = pg_sys::pg_tzset(c"UTC".as_ptr());
-        if !utc.is_null() {
-            pg_sys::session_timezone = utc;
-        }
-        pg_sys::DateStyle = pg_sys::USE_ISO_DATES as i32;
-        pg_sys::DateOrder = pg_sys::DATEORDER_YMD as i32;
-        let result = f();
-        (pg_sys::session_timezone, pg_sys::DateStyle, pg_sys::DateOrder) = previous;
-        result
-    }
 }
 
 /// The server log's line about the configuration it started with.

@@ -30,11 +30,11 @@ static CONFIG: OnceLock<Config> = OnceLock::new();
 /// Declares the settings. Called from `_PG_init`, preloaded or not; preloading, also checks them
 /// and fixes the configuration for the life of the server.
 pub fn declare(preloading: bool) {
-    let raw = declared::raw_texts();
+    let raw = load::raw_texts();
     declared::define(preloading);
     if preloading {
         declared::refuse_unknown_names();
-        declared::refuse_invalid_texts(&raw);
+        load::refuse_invalid_texts(&raw);
         let config = load::load(PgLogLevel::FATAL);
         load::log_start_line(&config);
         let _ = CONFIG.set(config);
