@@ -51,11 +51,7 @@ pub extern "C-unwind" fn _PG_init() {
     // In every process that loads the library: masking needs no preload.
     mask::register_invalidation();
     if preloading {
-        shmem::install_hooks(shmem::Hooks {
-            area_size: shared_area_size,
-            on_create: on_shared_memory_created,
-            on_clean_exit: mark::save_exact_marks,
-        });
+        shmem::install_hooks(shmem::Hooks { regions: &REGIONS, on_create: on_shared_memory_created, on_exit: on_shared_memory_exit });
         mark::register_wal_resource_manager();
         segment::table::install_drop_hook();
         segment::table::also_retire(seq::retire_database, seq::CACHED_TABLES);
@@ -71,17 +67,37 @@ pub extern "C-unwind" fn _PG_init() {
     }
 }
 
-/// The area after the shared state: the segment slots, then the sections of per-key sequences.
+/// The regions of shared memory, each its component's, in the order they are built.
+static REGIONS: [&dyn shmem::Region; 5] = [&engine::GENERATORS, &clock::WATCH, &mark::MARKS, &node::LEASE, &STATE_AND_AREA];
+
+/// The database workers' state and the area of the segment slots, then the sections of per-key
+/// sequences.
+static STATE_AND_AREA: shmem::StateRegion = shmem::StateRegion(shmem::AreaHooks { size: shared_area_size, init: segment::init_slots });
+
 fn shared_area_size() -> usize {
     segment::slots_size().next_multiple_of(64) + seq::cache_size()
 }
 
-/// What a new shared memory gets before any process can use it: empty segment slots, and every
-/// generator's floor past the persisted high-water marks, and no node id lease yet.
-fn on_shared_memory_created(state: &shmem::SharedState, area: *mut u8) {
-    node::init(state, settings::config());
-    segment::init_slots(area);
-    mark::restore_at_start(state);
+/// What a new shared memory gets before any process can use it, once every region is built: no
+/// node id lease yet, every generator's floor past the persisted high-water marks, and the
+/// generators' clock.
+fn on_shared_memory_created() {
+    let config = settings::config();
+    node::init(config);
+    if let Some(node_id) = mark::restore_at_start() {
+        node::prefer_node_id(node_id);
+    }
+    engine::start_clock(mark::marks().earliest_durable_us() + 1_000_000);
+}
+
+/// When the postmaster's shared memory goes: at a clean exit, the exact marks are saved; after a
+/// crash, the generators' clock is kept for the next shared memory.
+fn on_shared_memory_exit(clean: bool) {
+    if clean {
+        mark::save_exact_marks();
+    } else {
+        engine::keep_clock_for_restart();
+    }
 }
 
 /// Used by `cargo pgrx test`: the test cluster preloads the library and has a node id.

@@ -12,20 +12,22 @@ use super::record_for;
 use super::start::publish;
 use super::wal::log_to_wal;
 use crate::clock::{self, ClockPair};
-use crate::engine::Generator;
+use super::marks;
+use crate::engine::{generators, Generator};
 use crate::families::{Stamp, COUNT as FAMILIES};
 use crate::settings::Config;
-use crate::shmem::SharedState;
 
 /// For each family, the time just past the last value it handed out or may hand out next (its
 /// floor): the end of that value's tick.
-fn in_use_until_us(state: &SharedState, config: &Config) -> [i64; FAMILIES] {
+fn in_use_until_us(config: &Config) -> [i64; FAMILIES] {
+    let state = generators();
     // Acquire: a floor raised by an advance comes with the "snowflake made" flag set before it.
     Generator::all(config).map(|generator| generator.shape.end_us(generator.cell(state).last.load(Acquire)))
 }
 
 /// The time of the newest value any generator handed out: the start of its tick.
-pub fn newest_id_us(state: &SharedState, config: &Config) -> i64 {
+pub fn newest_id_us(config: &Config) -> i64 {
+    let state = generators();
     Generator::all(config).iter().map(|g| g.shape.start_us(g.cell(state).last.load(Relaxed))).max().unwrap_or(0)
 }
 
@@ -33,24 +35,25 @@ pub fn newest_id_us(state: &SharedState, config: &Config) -> i64 {
 /// family's time in use (the generators' clock, or a value borrowed or floored past it) and its
 /// mark, makes new marks a full reserve ahead of each family's time in use durable (files, then
 /// WAL) and publishes them.
-pub fn advance_if_due(state: &SharedState, config: &Config, now: ClockPair) {
+pub fn advance_if_due(config: &Config, now: ClockPair) {
+    let marks = marks();
     let reserve_us = config.clock_reserve_ms as i64 * 1000;
-    let clock_us = state.generator_clock.now_us();
-    let in_use_us = in_use_until_us(state, config).map(|us| us.max(clock_us));
-    let durable_us: [i64; FAMILIES] = std::array::from_fn(|i| state.mark.durable_us[i].load(Relaxed));
+    let clock_us = generators().clock.now_us();
+    let in_use_us = in_use_until_us(config).map(|us| us.max(clock_us));
+    let durable_us: [i64; FAMILIES] = std::array::from_fn(|i| marks.durable_us[i].load(Relaxed));
     if (0..FAMILIES).all(|i| durable_us[i] - in_use_us[i] >= reserve_us / 2) {
         return;
     }
-    let record = record_for(state, config, std::array::from_fn(|i| durable_us[i].max(in_use_us[i] + reserve_us)));
+    let record = record_for(config, std::array::from_fn(|i| durable_us[i].max(in_use_us[i] + reserve_us)));
     // Why the files before WAL: a base backup whose start checkpoint falls between the two steps
     // would otherwise copy the old file and start replay after the record, and know neither.
     if let Err(message) = write_record(&record) {
         fail(PgLogLevel::ERROR, message, write_hint());
     }
-    state.mark.note_persisted(record.marks_us);
+    marks.note_persisted(record.marks_us);
     log_to_wal(&record);
-    publish(state, config, record.marks_us);
-    state.mark.advanced_at_us.store(now.wall_us, Relaxed);
+    publish(config, record.marks_us);
+    marks.advanced_at_us.store(now.wall_us, Relaxed);
 }
 
 /// How long `…_advance_past` waits for the clock worker to make the new floor durable.
@@ -60,7 +63,7 @@ const ADVANCE_WAIT_MS: i64 = 10_000;
 /// waits until the clock worker has made a mark past that value durable, so a crash right after
 /// cannot forget it.
 pub fn advance_past(generator: &Generator, stamp: Stamp, function: &str) {
-    let shared = crate::shmem::shared();
+    let marks = marks();
     crate::errors::refuse_during_recovery(function);
     let family = generator.family.index;
     // Why refuse the last tick: a floor past it would leave the generator nothing to hand out, ever.
@@ -75,12 +78,12 @@ pub fn advance_past(generator: &Generator, stamp: Stamp, function: &str) {
     if family == SNOWFLAKE {
         // Snowflake ids above which this server's must stay exist now: the records must say so
         // (SeqCst: before the floor that makes the worker write one is seen).
-        shared.mark.snowflake_made.store(true, SeqCst);
+        marks.snowflake_made.store(true, SeqCst);
     }
-    generator.raise_floor(shared, stamp.saturating_add(1));
+    generator.raise_floor(generators(), stamp.saturating_add(1));
     let needed_us = generator.shape.end_us(stamp);
     let deadline = clock::monotonic_millis() + ADVANCE_WAIT_MS;
-    while shared.mark.durable_us[family].load(Relaxed) < needed_us {
+    while marks.durable_us[family].load(Relaxed) < needed_us {
         if clock::monotonic_millis() > deadline {
             crate::errors::raise(
                 PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
@@ -89,12 +92,13 @@ pub fn advance_past(generator: &Generator, stamp: Stamp, function: &str) {
                 Some("Check that the background worker \"pg_idgen clock\" runs (pg_idgen_status().clock_worker_pid), and call the function again."),
             );
         }
-        shared.wake_clock_worker();
+        clock::wake_worker();
         // SAFETY: a plain sleep; interrupts are checked right after.
         unsafe { pg_sys::pg_usleep(5_000) };
         pgrx::check_for_interrupts!();
     }
 }
+
 /// Saves the exact time in use when the postmaster exits cleanly, all its children gone: a clean
 /// restart then continues without the reserve's gap. Why only then: no process is left that could
 /// still hand out an id, so the generators' states are final; any other exit keeps the durable
@@ -105,14 +109,13 @@ pub fn save_exact_marks() {
     if !crate::shmem::is_attached() || unsafe { pg_sys::IsBinaryUpgrade } {
         return;
     }
-    let state = crate::shmem::shared();
     let config = crate::settings::config();
-    let persisted_us = state.mark.persisted();
-    let exact_us = in_use_until_us(state, config);
+    let persisted_us = marks().persisted();
+    let exact_us = in_use_until_us(config);
     // Why only when earlier, and a failure only logged: the files then keep the durable marks.
     if (0..FAMILIES).any(|i| exact_us[i] < persisted_us[i]) {
         let marks_us = std::array::from_fn(|i| exact_us[i].min(persisted_us[i]));
-        if let Err(message) = write_record(&record_for(state, config, marks_us)) {
+        if let Err(message) = write_record(&record_for(config, marks_us)) {
             warning!("pg_idgen: could not save the exact high-water marks: {message}");
         }
     }

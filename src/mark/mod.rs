@@ -27,7 +27,8 @@
 //! - `wal`: the WAL resource manager that carries marks to crash recovery and standbys;
 //! - `file_format`: the text both carry (pure).
 
-use std::sync::atomic::Ordering::SeqCst;
+use std::sync::atomic::Ordering::{Relaxed, SeqCst};
+use std::sync::atomic::{AtomicBool, AtomicI64};
 
 mod advance;
 mod file_format;
@@ -42,15 +43,66 @@ pub use wal::register_wal_resource_manager;
 use self::file_format::MarkRecord;
 use crate::families::COUNT as FAMILIES;
 use crate::settings::Config;
-use crate::shmem::SharedState;
+use crate::shmem::{self, Shared};
+
+/// The high-water marks as every process sees them: the region `pg_idgen marks`.
+///
+/// | field | written by | protection |
+/// |---|---|---|
+/// | `durable_us` | creation, the clock worker, WAL replay | `fetch_max`: only rise, once durable |
+/// | `persisted_us` | creation, the clock worker, WAL replay | `fetch_max`: only rise, once both files hold them |
+/// | `advanced_at_us` | the clock worker | one writer |
+/// | `snowflake_made` | creation, WAL replay, `snowflake_advance_past()` | only ever set |
+#[repr(C)]
+pub struct MarkState {
+    /// The durable marks (Unix µs): no generator hands out a value of its mark's time or later.
+    pub durable_us: [AtomicI64; FAMILIES],
+    /// When the clock worker last moved the marks (Unix µs), 0 before it has.
+    pub advanced_at_us: AtomicI64,
+    /// The marks both files hold (a standby's replay skips writing older ones).
+    pub persisted_us: [AtomicI64; FAMILIES],
+    /// Whether this server may have handed out a snowflake id (carried in every record).
+    pub snowflake_made: AtomicBool,
+}
+
+pub static MARKS: Shared<MarkState> = Shared::new(c"pg_idgen marks", shmem::zeroed_is_ready);
+
+/// The marks, or an ERROR that says how to fix a missing `shared_preload_libraries`.
+pub fn marks() -> &'static MarkState {
+    MARKS.get()
+}
+
+impl MarkState {
+    /// The latest of the durable marks: no id of any family has reached it.
+    pub fn latest_durable_us(&self) -> i64 {
+        self.durable_us.iter().map(|m| m.load(Relaxed)).max().unwrap_or(0)
+    }
+
+    /// The earliest of the durable marks: the generator clock has not reached it (each mark is
+    /// kept ahead of the clock; one family's may be far ahead after an advance).
+    pub fn earliest_durable_us(&self) -> i64 {
+        self.durable_us.iter().map(|m| m.load(Relaxed)).min().unwrap_or(0)
+    }
+
+    pub fn persisted(&self) -> [i64; FAMILIES] {
+        std::array::from_fn(|i| self.persisted_us[i].load(Relaxed))
+    }
+
+    /// Records marks that both files now hold (each only ever rises).
+    pub fn note_persisted(&self, marks_us: [i64; FAMILIES]) {
+        for (persisted, mark_us) in self.persisted_us.iter().zip(marks_us) {
+            persisted.fetch_max(mark_us, Relaxed);
+        }
+    }
+}
 
 /// The record for new marks: this server's layout and node id.
 ///
 /// Why "made" is true whenever a node id is set or leased, not once an id was seen: a record must say so
 /// before any snowflake id under its marks can be handed out, and a crash right after the first
 /// ids would otherwise leave a record that says none were.
-fn record_for(state: &SharedState, config: &Config, marks_us: [i64; FAMILIES]) -> MarkRecord {
-    let made = config.node_id.is_some() || config.lease.is_some() || state.mark.snowflake_made.load(SeqCst);
+fn record_for(config: &Config, marks_us: [i64; FAMILIES]) -> MarkRecord {
+    let made = config.node_id.is_some() || config.lease.is_some() || marks().snowflake_made.load(SeqCst);
     MarkRecord { marks_us, layout: Some(config.layout), node_id: config.node_id, snowflake_made: made }
 }
 

@@ -10,31 +10,33 @@ use pgrx::prelude::*;
 use super::file_format::{FileContent, MarkRecord, FORMAT_LINE, MADE_BY_PG_UPGRADE, SNOWFLAKE};
 use super::files::{damaged_hint, fail, read_copy, write_hint, write_record, write_text, COPY_FILE, MARK_FILE};
 use crate::clock;
-use crate::engine::Generator;
+use super::marks;
+use crate::engine::{generators, Generator};
 use crate::families::COUNT as FAMILIES;
 use crate::layout::Layout;
 use crate::settings::Config;
-use crate::shmem::SharedState;
 
 /// Called while shared memory is built (postmaster start, and after a crash): reads the files,
 /// refuses to start when they are missing or damaged or the settings would make smaller ids, and
-/// sets every generator's floor past the mark.
-pub fn restore_at_start(state: &SharedState) {
+/// sets every generator's floor past the mark. Returns the node id the ids were made with when a
+/// node registry is set now but was not then: the first lease prefers it.
+pub fn restore_at_start() -> Option<u32> {
     let config = crate::settings::config();
     let Some(record) = read_at_start() else {
         // A data directory that never made ids: the floors only say that nothing was handed out.
         for generator in Generator::all(config) {
-            generator.raise_floor(state, 1);
+            generator.raise_floor(generators(), 1);
         }
-        return;
+        return None;
     };
     if let (Some(old), true) = (record.layout, record.snowflake_made) {
         check_layout_change(config, &old, record.marks_us[SNOWFLAKE]);
     }
-    if let (Some(node_id), true, Some(_)) = (record.node_id, record.snowflake_made, &config.lease) {
-        // Moving to a node registry: the first lease prefers the node id the ids were made with.
-        state.lease.previous_node_id.store(node_id as i64, Relaxed);
-    }
+    // Moving to a node registry: the first lease prefers the node id the ids were made with.
+    let previous_node_id = match (record.node_id, record.snowflake_made, &config.lease) {
+        (Some(node_id), true, Some(_)) => Some(node_id),
+        _ => None,
+    };
     if record.node_id != config.node_id {
         log!(
             "pg_idgen: node id changed from {} to {} since the last high-water mark",
@@ -42,7 +44,8 @@ pub fn restore_at_start(state: &SharedState) {
             crate::settings::node_id_text(config.node_id)
         );
     }
-    restore(state, config, &record);
+    restore(config, &record);
+    previous_node_id
 }
 
 /// The record of the files, checked: None for a new data directory. FATAL when a copy is
@@ -197,10 +200,10 @@ fn changed_settings(old: &Layout, new: &Layout) -> Vec<(&'static str, String)> {
 /// or past the mark (and, for snowflake ids made with another layout, above every id that layout
 /// made), and it may hand out nothing until a later mark is published. At shared-memory creation
 /// and during WAL replay.
-pub(super) fn restore(state: &SharedState, config: &Config, record: &MarkRecord) {
-    publish(state, config, record.marks_us);
-    state.mark.note_persisted(record.marks_us);
-    state.mark.snowflake_made.fetch_or(record.snowflake_made, Relaxed);
+pub(super) fn restore(config: &Config, record: &MarkRecord) {
+    publish(config, record.marks_us);
+    marks().note_persisted(record.marks_us);
+    marks().snowflake_made.fetch_or(record.snowflake_made, Relaxed);
     for (i, generator) in Generator::all(config).iter().enumerate() {
         // At least 1: stamp 0 is never handed out, so a floor of 1 says that nothing was (a family
         // newer than the record has mark 0).
@@ -211,15 +214,15 @@ pub(super) fn restore(state: &SharedState, config: &Config, record: &MarkRecord)
             let tick = new.first_tick_at_or_above(old.bound_before(record.marks_us[i])).unwrap_or(new.max_tick() + 1);
             floor = floor.max(generator.shape.stamp(tick, 0));
         }
-        generator.raise_floor(state, floor);
+        generator.raise_floor(generators(), floor);
     }
 }
 
 /// Lets each generator hand out values of times before its mark, which is durable.
-pub(super) fn publish(state: &SharedState, config: &Config, marks_us: [i64; FAMILIES]) {
+pub(super) fn publish(config: &Config, marks_us: [i64; FAMILIES]) {
     for (i, generator) in Generator::all(config).iter().enumerate() {
-        generator.raise_mark_limit(state, generator.shape.first_stamp_from(marks_us[i]));
-        state.mark.durable_us[i].fetch_max(marks_us[i], Relaxed);
+        generator.raise_mark_limit(generators(), generator.shape.first_stamp_from(marks_us[i]));
+        marks().durable_us[i].fetch_max(marks_us[i], Relaxed);
     }
 }
 

@@ -69,19 +69,18 @@ unsafe extern "C-unwind" fn redo(record: *mut pg_sys::XLogReaderState) {
             "A newer version of pg_idgen wrote it (a family or a format this one does not know): install that version on this server.".into(),
         )
     });
-    let state = crate::shmem::shared();
     // Why the files first, and why a failure stops recovery: limits from a record the files do not
     // hold would let a promoted server hand out ids that, once a checkpoint passes the record, a
     // restart forgets. Stopped here, recovery replays the record again at the next start. Why
     // only when one rises: crash recovery also replays marks older than the files'.
-    let persisted_us = state.mark.persisted();
+    let persisted_us = super::marks().persisted();
     if (0..FAMILIES).any(|i| record.marks_us[i] > persisted_us[i]) {
         let newer = MarkRecord { marks_us: std::array::from_fn(|i| record.marks_us[i].max(persisted_us[i])), ..record };
         if let Err(message) = write_record(&newer) {
             fail(PgLogLevel::ERROR, format!("could not keep a replayed high-water mark: {message}"), write_hint());
         }
     }
-    restore(state, crate::settings::config(), &record);
+    restore(crate::settings::config(), &record);
 }
 
 #[pg_guard]
