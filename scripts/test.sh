@@ -176,7 +176,7 @@ START_NICENESS=$(nice)
 
 # Why: under `set -o pipefail` (scripts/lib.sh) a pipe into a reader that may exit before its
 # writer has written everything (`grep -q`, `grep -m`, `head`, `tar -t`) fails when the writer gets
-# SIGPIPE, at random: it once failed the package test. The scripts read outputs whole instead
+# SIGPIPE, at random. The scripts read outputs whole instead
 # (into variables, here-strings or files).
 early_exit_readers() {
     local found

@@ -172,7 +172,7 @@ impl Generator {
     /// The generator of a family whose shape its format fixes, as a constant. Why a constant for
     /// the generator functions: the compiler then folds the clock's unit and the counter's width
     /// into the hot path, which a shape returned through the registry's function pointer hides
-    /// (uuid_v7_next(): 697 instead of 681 instructions per call under callgrind).
+    /// (docs/benchmarks.md, "The cost of a change on the hot path").
     pub const fn fixed(family: &'static Family, shape: Shape) -> Generator {
         Generator { family, shape, at_cap: cap_never_set }
     }

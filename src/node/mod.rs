@@ -185,9 +185,8 @@ pub fn snowflake_generator(config: &Config) -> Generator {
 
 /// The node id of a server without a registry (an error when it is unset), or None: then the
 /// node id is leased, and stamps are taken through `with_leased_node_id`. Why two functions and
-/// not one that takes a closure: the fixed node id's path must stay as short as before leases
-/// existed, and a closure called from two places was not inlined (callgrind: 339 instructions
-/// per snowflake_next() against 314).
+/// not one that takes a closure: a closure called from two places is not inlined, and the fixed
+/// node id's path then pays for leases on every call (docs/benchmarks.md counts it).
 #[inline(always)]
 pub fn fixed_node_id(config: &Config) -> Option<u32> {
     match config.lease {
