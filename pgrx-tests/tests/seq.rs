@@ -649,3 +649,42 @@ fn seq_current_lies_between_the_numbers_handed_out_and_the_next() {
         assert!(following > now, "key {key} after the crash: seq_next {following} is not above seq_current {now}");
     }
 }
+
+/// Claim: each backend's map of the sections it used (way and version, checked against the
+/// stamp on the key's counter line) never pairs a key with a counter that is not its own: with a
+/// cache of 16 sections and 192 keys in 48 sections of 4, 4 clients call the keys at random (most
+/// sections they remember have since left the cache, or come back into another way or into the
+/// same way under a later version), while a fifth session retires the database's sections 20
+/// times a second (each retire changes the sections' headers only, and moves the retire epoch);
+/// then a second pass of the same keys. No key gets a number twice, each client's numbers of a key
+/// increase, and every number of the second pass is above every number of the first.
+#[test]
+fn an_eviction_storm_and_retires_never_pair_a_key_with_another_counter() {
+    let cluster = seq_cluster("seq-recent", &["pg_idgen.seq_cache_sections = 16"]);
+    let mut db = cluster.connect();
+    db.batch_execute("SELECT seq_space_create('m', step => 5, section_keys => 4)").unwrap();
+    create_numbers_table(&mut db, "got");
+    let retiring = Arc::new(AtomicBool::new(true));
+    let retires = {
+        let (mut db, retiring) = (cluster.connect(), retiring.clone());
+        thread::spawn(move || {
+            let mut retires = 0;
+            while retiring.load(Ordering::Relaxed) {
+                db.batch_execute("UPDATE seq_space SET description = clock_timestamp()::text WHERE space = 'm'").unwrap();
+                retires += 1;
+                thread::sleep(Duration::from_millis(50));
+            }
+            retires
+        })
+    };
+    for pass in 0..2 {
+        let work = Work { statement: insert_next("got", "m", pass, false), keys: Keys::Random { count: 192, seed: 9, per_statement: 250 }, batches: 6 };
+        assert_no_error(&Load::start(&cluster, 4, pass, &work).finish());
+    }
+    retiring.store(false, Ordering::Relaxed);
+    let retires = retires.join().unwrap();
+    assert!(retires >= 10, "the sections were retired {retires} times during the load");
+    assert_eq!(assert_numbering(&mut db, "got"), [6000, 6000]);
+    let evictions: i64 = db.query_one("SELECT evictions FROM seq_status()", &[]).unwrap().get(0);
+    assert!(evictions > 500, "sections left the cache and came back ({evictions} evictions)");
+}
