@@ -10,7 +10,7 @@ use pgrx::pg_sys;
 use pgrx::prelude::*;
 
 use super::cache::{self, hash_bytes, header, Section, SectionId, DROPPED, LOADING, READY};
-use super::spaces::{check_space_name, space_row, unknown_space, Space};
+use super::spaces::{check_space_name, space_inserted_here, space_row, unknown_space, Space, CREATE_SPACE};
 use crate::tables::{display, TextBytes};
 use crate::segment::worker;
 use crate::{clock, errors, settings, shmem};
@@ -199,16 +199,20 @@ fn load_section(space: &[u8], key: i64, database: u32, deadline: &mut Deadline) 
         pgrx::check_for_interrupts!();
         let info = space_row(space, deadline.ms());
         remember(space, info);
-        let Some(info) = info else { unknown_space(space, "It is not in seq_space.") };
+        let Some(info) = info else { unknown_space(space, "It is not in seq_space.", Some(CREATE_SPACE)) };
         let (id, index) = section_of(database, info, key);
         let taken = match cache::find(id) {
             Some((section, version)) if section.state.load(Ordering::Acquire) == DROPPED => {
                 // The worker found no such space: the row this call sees was not committed
                 // then. Once more (it may be now), then the call gives up.
                 if retook {
+                    if space_inserted_here(space, deadline.ms()) {
+                        errors::created_in_this_transaction(format!("sequence space \"{}\"", display(space)));
+                    }
                     unknown_space(
                         space,
                         "The worker does not find it in seq_space: it was dropped, or it was created in a transaction that has not committed yet.",
+                        Some(CREATE_SPACE),
                     );
                 }
                 retook = true;
