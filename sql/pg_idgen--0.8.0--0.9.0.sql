@@ -448,3 +448,9 @@ BEGIN
     RETURN first_number;
 END
 $$;
+
+------------------------------------------------------------------------------------------------
+-- The extension's comment names every family (CREATE EXTENSION takes it from the control file;
+-- ALTER EXTENSION UPDATE does not).
+------------------------------------------------------------------------------------------------
+COMMENT ON EXTENSION pg_idgen IS 'Unique ids made inside PostgreSQL: Snowflake, segment numbers, per-key sequences, ObjectId, UUIDv7, and their decoders';
