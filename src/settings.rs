@@ -153,7 +153,7 @@ const INT_SETTINGS: [IntSetting; 18] = [
     IntSetting {
         name: c"pg_idgen.seq_cache_sections",
         setting: &SEQ_CACHE_SECTIONS,
-        short: c"Sections of per-key sequences that can be cached in shared memory at once (2 KiB each).",
+        short: c"Sections of per-key sequences that can be cached in shared memory at once (2,248 bytes each).",
         flags: GucFlags::empty(),
         min: 1,
         max: 1_000_000,

@@ -8,22 +8,24 @@
 //!   `SELECT ` and either ends in `;` or is followed by ` → ` and a code span, its shown result.
 //! - **Shown output.** The `--` lines right under a statement, with no blank line between, are its
 //!   output as psql prints it: rows (the header and its dashes may be left out), `column | value`
-//!   lines of `\gx`, and messages (`NOTICE:`, `WARNING:`, `ERROR:`, `DETAIL:`, `HINT:`). A comment
-//!   that explains goes above a statement, at the end of its line, or after a blank line.
+//!   lines of `\gx`, and messages (`NOTICE:`, `WARNING:`, `ERROR:`, `DETAIL:`, `HINT:`; not psql's
+//!   `LINE n:` and `^` lines, which point into the statement). A comment that explains goes above a
+//!   statement, at the end of its line, or after a blank line.
 //! - **Comparison.** Where a page shows rows, the rows are compared, cell by cell (their alignment
 //!   is not); where it shows messages, the messages are. A statement that shows no output must not
 //!   fail: an ERROR or WARNING that the page does not show fails the test. What must vary from run
 //!   to run is left out by one rule, [`Judge::varies`].
 //! - **Not run.** A block whose first line is `-- not run: REASON` is skipped; the reader sees the
 //!   reason in the block.
-//! - **Setup.** Each page runs in a fresh database, with pg_idgen created, of a cluster that preloads
-//!   it with `pg_idgen.node_id = 1` (the settings the README's installation gives), in one psql
-//!   session per run of consecutive examples, with `PGTZ=UTC`. A page declares more in an HTML
-//!   comment that starts `<!-- examples:`, one item a line:
+//! - **Setup.** Each page runs in a fresh database, with pg_idgen created, of a fresh cluster of its
+//!   own that preloads it with `pg_idgen.node_id = 1` (the settings the README's installation
+//!   gives; what one page makes, another never sees), in one psql session per run of consecutive
+//!   examples, with `PGTZ=UTC`. A page declares more in an HTML comment that starts
+//!   `<!-- examples:`, one item a line:
 //!   - `extension: none` — the page's database starts without pg_idgen (the page creates it);
 //!   - `role: NAME` — a role the page grants to (created if missing);
-//!   - `server: SETTING = VALUE` — the page runs on a server of its own that preloads pg_idgen with
-//!     these settings (and no node id unless one is given), started when its first example runs;
+//!   - `server: SETTING = VALUE` — the page's server has these settings instead of the node id
+//!     (pg_idgen is preloaded all the same); it starts when the page's first example runs there;
 //!   - `ready: QUERY` — on that server, the examples wait (up to 90 s) until QUERY returns true;
 //!   - `second server: HOST, database NAME` — a block whose first line is `-- at HOST` runs there,
 //!     in database NAME (created empty). `host=HOST` in a setting or statement is the second
@@ -62,7 +64,7 @@ struct Example {
 struct Setup {
     without_extension: bool,
     roles: Vec<String>,
-    /// Settings of a server of the page's own; empty: the shared cluster.
+    /// Settings of the page's server; empty: `pg_idgen.node_id = 1`.
     settings: Vec<String>,
     ready: Option<String>,
     /// The second server's host name and database.
@@ -249,6 +251,13 @@ fn is_message(line: &str) -> bool {
     LEVELS.iter().any(|level| line.trim_start().starts_with(level))
 }
 
+/// psql's `LINE n: …` and `^` lines under an error, which point into the statement: left out of
+/// the comparison, as the page may leave them out.
+fn is_pointer(line: &str) -> bool {
+    let line = line.trim();
+    line == "^" || line.strip_prefix("LINE ").is_some_and(|rest| rest.split(':').next().is_some_and(all_digits))
+}
+
 /// A line of dashes (`----+----`) under a header, or `-[ RECORD 1 ]---` of `\gx`.
 fn is_rule(line: &str) -> bool {
     let line = line.trim();
@@ -261,7 +270,7 @@ fn outputs(lines: &[String]) -> (Vec<Output>, bool) {
     let header = lines.iter().filter(|l| !is_message(l)).nth(1).is_some_and(|l| is_rule(l) && !l.trim().starts_with("-["));
     let mut out = Vec::new();
     for line in lines {
-        if line.trim().is_empty() || is_rule(line) {
+        if line.trim().is_empty() || is_rule(line) || is_pointer(line) {
             continue;
         }
         if is_message(line) {
@@ -367,6 +376,8 @@ fn kind_of(value: &str) -> Option<Kind> {
 /// Tells what must vary from run to run, on the server the examples ran on.
 struct Judge {
     db: Client,
+    /// The server's postmaster, whose children are the server's processes.
+    postmaster: u32,
 }
 
 impl Judge {
@@ -375,7 +386,8 @@ impl Judge {
     ///   with what precedes it (the random part of an id made from a given time); or
     /// - where this run made it, and the page shows a value of the same kind: a time within a day of
     ///   the run; a snowflake id, ObjectId or UUID (or its base32 text) whose time is; or the process
-    ///   id of one of the server's processes.
+    ///   id of one of the server's processes (a child of its postmaster: workers that connect to no
+    ///   database are not in `pg_stat_activity`).
     ///
     /// Anything else, the time decoded from a given id included, must come out as shown.
     fn varies(&mut self, shown: &str, actual: &str) -> bool {
@@ -394,13 +406,25 @@ impl Judge {
             Kind::Base32(13) => "(id_decode(snowflake_from_base32($1::text))).ts",
             Kind::Base32(20) => "(id_decode(objectid_from_base32($1::text))).ts",
             Kind::Base32(_) => "(id_decode(uuid_from_base32($1::text))).ts",
-            Kind::Number => {
-                let query = "SELECT EXISTS (SELECT FROM pg_stat_activity WHERE pid = $1::text::int)";
-                return self.db.query_one(query, &[&actual]).is_ok_and(|row| row.get::<_, bool>(0));
-            }
+            Kind::Number => return parent_of(actual) == Some(self.postmaster),
         };
         let query = format!("SELECT abs(extract(epoch FROM {time} - now())) < 86400");
         self.db.query_one(&query, &[&actual]).is_ok_and(|row| row.get::<_, bool>(0))
+    }
+}
+
+/// The parent of process `pid` (`/proc/PID/stat`, its fourth field), if there is such a process.
+fn parent_of(pid: &str) -> Option<u32> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (second field) is in parentheses and may hold spaces.
+    stat.rsplit_once(") ")?.1.split_whitespace().nth(1)?.parse().ok()
+}
+
+impl Judge {
+    fn new(cluster: &Cluster, database: &str) -> Judge {
+        let pid_file = fs::read_to_string(cluster.data_file("postmaster.pid")).expect("postmaster.pid");
+        let postmaster = pid_file.lines().next().and_then(|l| l.trim().parse().ok()).expect("the postmaster's pid");
+        Judge { db: cluster.connect_to(database), postmaster }
     }
 }
 
@@ -459,9 +483,6 @@ impl Server<'_> {
         }
     }
 
-    fn connect(&self) -> Client {
-        self.cluster.connect_to(&self.database)
-    }
 }
 
 /// `text` with `host=HOST` written as the second server's socket, where the page has one.
@@ -514,18 +535,14 @@ struct Outcome {
     compared: usize,
 }
 
-/// Runs a page's examples; the shared cluster serves pages that declare no server of their own.
-fn run_page(page: &Page, shared: &Cluster) -> Outcome {
+/// Runs a page's examples on a cluster of its own (and the second server it declares).
+fn run_page(page: &Page) -> Outcome {
     let mut outcome = Outcome { failures: page.malformed.iter().map(|m| format!("{}: {m}", page.name)).collect(), ..Outcome::default() };
     if page.examples.is_empty() {
         return outcome;
     }
     let database = database_for(&page.name);
     let slug = database.trim_start_matches("examples_").to_string();
-    if page.setup.settings.is_empty() {
-        create_roles(shared, &page.setup.roles);
-        create_database(shared, &database, !page.setup.without_extension);
-    }
     let second = page.setup.second.as_ref().map(|(host, db)| {
         let cluster = Cluster::init(&format!("examples-{slug}-second"));
         cluster.configure(&[]);
@@ -551,10 +568,13 @@ fn run_page(page: &Page, shared: &Cluster) -> Outcome {
                 let (_, cluster, db) = second.as_ref().unwrap();
                 Server { cluster, database: db.clone(), host: host.clone() }
             }
-            Place::Main if page.setup.settings.is_empty() => Server { cluster: shared, database: database.clone(), host: None },
             Place::Main => {
                 if own.is_none() {
-                    let settings: Vec<String> = page.setup.settings.iter().map(|s| to_machine(&host, s)).collect();
+                    let settings: Vec<String> = if page.setup.settings.is_empty() {
+                        vec!["pg_idgen.node_id = 1".into()]
+                    } else {
+                        page.setup.settings.iter().map(|s| to_machine(&host, s)).collect()
+                    };
                     let cluster = preloaded(&format!("examples-{slug}"), &settings);
                     create_roles(&cluster, &page.setup.roles);
                     create_database(&cluster, &database, !page.setup.without_extension);
@@ -568,7 +588,7 @@ fn run_page(page: &Page, shared: &Cluster) -> Outcome {
         };
         let statements: Vec<&str> = run.iter().map(|e| e.statement.as_str()).collect();
         let printed = server.run(&statements);
-        let judge = judges.entry(place == Place::Second).or_insert_with(|| Judge { db: server.connect() });
+        let judge = judges.entry(place == Place::Second).or_insert_with(|| Judge::new(server.cluster, &server.database));
         for (example, actual) in run.iter().zip(&printed) {
             outcome.ran += 1;
             if !example.shown.is_empty() {
@@ -607,16 +627,16 @@ fn wait_until(db: &mut Client, query: &str) {
 }
 
 /// Claim: every SQL example of README.md and docs/*.md (a page added later included) runs, page by
-/// page in reading order, each page in a fresh database of a cluster that preloads pg_idgen (or on
-/// the servers the page declares), and gives exactly the output its page shows, apart from what must
+/// page in reading order, each page in a fresh database of a fresh cluster that preloads pg_idgen
+/// (with the settings and servers the page declares), and gives exactly the output its page shows, apart from what must
 /// vary by the one rule of `Judge::varies`; a statement that shows no output does not fail. Before
 /// that, the rule itself: it accepts an id and a time made now for the ones a page shows, and refuses
 /// a wrong decoded time, a wrong number and a wrong prefix, so the comparison can fail.
 #[test]
 fn every_example_of_the_manual_runs_and_shows_what_comes_out() {
-    let shared = preloaded("examples", &["pg_idgen.node_id = 1".to_string()]);
-    create_database(&shared, "examples_judge", true);
-    let mut judge = Judge { db: shared.connect_to("examples_judge") };
+    let rule = preloaded("examples-rule", &["pg_idgen.node_id = 1".to_string()]);
+    create_database(&rule, "examples_judge", true);
+    let mut judge = Judge::new(&rule, "examples_judge");
     let made: String = judge.db.query_one("SELECT snowflake_next()::text", &[]).unwrap().get(0);
     let made_uuid: String = judge.db.query_one("SELECT uuid_v7_next()::text", &[]).unwrap().get(0);
     let now: String = judge.db.query_one("SELECT now()::text", &[]).unwrap().get(0);
@@ -625,16 +645,20 @@ fn every_example_of_the_manual_runs_and_shows_what_comes_out() {
     assert!(judge.varies("2026-11-22 14:30:07.263+00", &now.replace("-00", "+00")), "a time of the run too: {now}");
     assert!(!judge.varies("2025-01-01 00:00:01+00", "2025-01-01 00:00:02+00"), "a time decoded from a given id is compared");
     assert!(!judge.varies("250039022221529134", "250039022221529135"), "an id not made now is compared");
-    assert!(!judge.varies("17189", "17190"), "a number that is no pid of the server is compared");
+    assert!(!judge.varies("17189", "1"), "a number that is no pid of the server is compared");
+    let worker: String = judge.db.query_one("SELECT clock_worker_pid::text FROM pg_idgen_status()", &[]).unwrap().get(0);
+    assert!(judge.varies("17189", &worker), "the pid of the server's clock worker stands for the one shown");
     assert!(!judge.varies("695735a5…", "695735a6a1b2c3d4e5f60718"), "an elided value keeps its prefix");
     assert!(compare(&["ERROR:  x".into()], &["ERROR:  y".into()], &mut |_, _| false).is_err(), "messages are compared");
+    drop(judge);
+    drop(rule);
 
     let mut failures = Vec::new();
     let (mut ran, mut compared, mut skipped) = (0, 0, 0);
     for path in manual_pages() {
         let name = page_name(&path);
         let page = Page::parse(&name, &read(&path));
-        let outcome = run_page(&page, &shared);
+        let outcome = run_page(&page);
         println!("{name}: {} examples run, {} of them compared, {} blocks not run", outcome.ran, outcome.compared, page.not_run.len());
         for (line, reason) in &page.not_run {
             println!("  {name}:{line}: not run: {reason}");
