@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use pg_idgen_system_tests::manual::{manual_pages, prose_lines, read, repository, split_code_spans};
+use pg_idgen_system_tests::manual::{manual_pages, page_name, prose_lines, read, repository, split_code_spans};
 use pg_idgen_system_tests::started_cluster;
 
 /// GitHub's anchor of a heading: lowercase; a space becomes `-`; letters, digits, `-` and `_`
@@ -161,4 +161,14 @@ fn the_references_name_every_function_aggregate_type_and_setting() {
         }
     }
     assert!(missing.is_empty(), "the references lag behind the extension:\n{}", missing.join("\n"));
+}
+
+/// Claim: the demo's "where to read next" (scripts/demo.sql, which `./dev run` shows) names every
+/// page of the manual, so that a page added later is not left out of it.
+#[test]
+fn the_demo_names_every_page_of_the_manual() {
+    let demo = read(&repository().join("scripts/demo.sql"));
+    let missing: Vec<String> =
+        manual_pages().iter().map(|page| page_name(page)).filter(|name| !demo.contains(&format!("\\echo '  {name} "))).collect();
+    assert!(missing.is_empty(), "scripts/demo.sql does not name these pages in its \"where to read next\": {missing:?}");
 }

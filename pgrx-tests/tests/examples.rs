@@ -142,9 +142,19 @@ impl Page {
         page
     }
 
+    /// Reads the setup comment: a line that begins `<!-- examples:`, up to the `-->` after it.
     fn read_setup(&mut self, text: &str) {
-        let Some(start) = text.find("<!-- examples:") else { return };
-        let rest = &text[start + "<!-- examples:".len()..];
+        const OPENS: &str = "<!-- examples:";
+        let Some(start) = text.lines().scan(0, |offset, line| {
+            let at = *offset;
+            *offset += line.len() + 1;
+            Some((at, line))
+        })
+        .find(|(_, line)| line.starts_with(OPENS))
+        .map(|(at, _)| at) else {
+            return;
+        };
+        let rest = &text[start + OPENS.len()..];
         let Some(end) = rest.find("-->") else {
             self.malformed.push("the <!-- examples: comment has no end".into());
             return;
