@@ -154,7 +154,7 @@ const INT_SETTINGS: [IntSetting; 19] = [
     IntSetting {
         name: c"pg_idgen.seq_cache_sections",
         setting: &SEQ_CACHE_SECTIONS,
-        short: c"Sections of per-key sequences that can be cached in shared memory at once (about 3 KiB each).",
+        short: c"Sections of per-key sequences that can be cached in shared memory at once (2,992 bytes each).",
         flags: GucFlags::empty(),
         min: 1,
         max: 1_000_000,
@@ -262,7 +262,7 @@ const STRING_SETTINGS: [StringSetting; 7] = [
         setting: &NODE_ID,
         short: c"Node id written into every snowflake id: 0 .. 2^node_bits - 1, unique per server (empty = unset).",
         flags: GucFlags::empty(),
-        check: |text| parse_node_id(text).map(|_| ()),
+        check: check_node_id,
     },
     StringSetting {
         name: c"pg_idgen.epoch",
@@ -532,6 +532,7 @@ fn refuse_unknown_names() {
             .find(|name| name.to_ascii_lowercase().starts_with("pg_idgen."))
     };
     if let Some(name) = unknown {
+        let source = CString::new(name.as_str()).map(|n| source_of(&n)).unwrap_or_else(|_| "postgresql.conf".into());
         let known: Vec<String> = INT_SETTINGS
             .iter()
             .map(|s| s.name)
@@ -540,7 +541,7 @@ fn refuse_unknown_names() {
             .collect();
         ErrorReport::new(PgSqlErrorCode::ERRCODE_UNDEFINED_OBJECT, format!("unrecognized configuration parameter \"{name}\""), "pg_idgen::settings")
             .set_detail(format!("pg_idgen's settings are {}.", known.join(", ")))
-            .set_hint("Correct the name in postgresql.conf (or postgresql.auto.conf) and start the server again.")
+            .set_hint(format!("Correct the name in {source} and start the server again."))
             .report(PgLogLevel::FATAL);
     }
 }
@@ -581,10 +582,23 @@ fn raw_setting(name: &CStr) -> Option<String> {
     }
 }
 
-/// Reports an invalid setting at `level` (FATAL at server start, ERROR later).
+/// Reports an invalid setting at `level` (FATAL at server start, ERROR later), with a hint that
+/// names the file the value came from.
 fn invalid(level: PgLogLevel, name: &CStr, value: &str, detail: &str) -> ! {
-    let hint = format!("Correct {} in postgresql.conf and start the server again.", name.to_string_lossy());
+    let hint = format!("Correct {} in {} and start the server again.", name.to_string_lossy(), source_of(name));
     invalid_with_hint(level, name, value, detail, &hint)
+}
+
+/// Where a setting's value was read: the configuration file and line (`ALTER SYSTEM` writes
+/// postgresql.auto.conf), or "postgresql.conf" when PostgreSQL did not note it.
+fn source_of(name: &CStr) -> String {
+    // SAFETY: as in refuse_unknown_names; the strings are the GUC machinery's, copied before use.
+    let found = unsafe {
+        guc_variables().iter().map(|&v| &*v).find(|v| CStr::from_ptr(v.name).to_bytes().eq_ignore_ascii_case(name.to_bytes())).and_then(|v| {
+            (!v.sourcefile.is_null()).then(|| format!("{} (line {})", CStr::from_ptr(v.sourcefile).to_string_lossy(), v.sourceline))
+        })
+    };
+    found.unwrap_or_else(|| "postgresql.conf".into())
 }
 
 fn invalid_with_hint(level: PgLogLevel, name: &CStr, value: &str, detail: &str, hint: &str) -> ! {
@@ -606,6 +620,26 @@ fn parse_preset(text: &str) -> Result<Preset, String> {
 
 fn parse_step_policy(text: &str) -> Result<StepPolicy, String> {
     StepPolicy::from_name(text).ok_or_else(|| "It must be keep_generating or refuse.".into())
+}
+
+/// The check of `pg_idgen.node_id` whenever it is set: a whole number, and once the server runs,
+/// one that fits the node bits of its layout. Why only then: at start the layout is read after
+/// the node id, and `load` checks the two together; later (`ALTER SYSTEM`) the running layout is
+/// the one the next start has, unless the layout is changed too (in postgresql.conf, together).
+fn check_node_id(text: &str) -> Result<(), String> {
+    match (parse_node_id(text)?, CONFIG.get()) {
+        (Some(node_id), Some(config)) if node_id as u64 > config.layout.max_node_id() => Err(node_id_out_of_layout(&config.layout)),
+        _ => Ok(()),
+    }
+}
+
+/// Why a node id is too large for a layout.
+fn node_id_out_of_layout(layout: &Layout) -> String {
+    format!(
+        "With the {} node bits of this server's layout it must be between 0 and {} (or empty, unset); a layout with more node bits is set in pg_idgen.node_bits or pg_idgen.layout.",
+        layout.node_bits,
+        layout.max_node_id()
+    )
 }
 
 /// A node id: empty (or -1) for unset, else a plain non-negative integer — never rounded, so
@@ -714,12 +748,7 @@ fn load(level: PgLogLevel) -> Config {
 
     let node_text = string_value(&NODE_ID, "");
     let node_id = match parse_node_id(&node_text) {
-        Ok(Some(n)) if n as u64 > layout.max_node_id() => invalid(
-            level,
-            c"pg_idgen.node_id",
-            &node_text,
-            &format!("With {} node bits it must be between 0 and {} (or empty, unset).", layout.node_bits, layout.max_node_id()),
-        ),
+        Ok(Some(n)) if n as u64 > layout.max_node_id() => invalid(level, c"pg_idgen.node_id", &node_text, &node_id_out_of_layout(&layout)),
         Ok(node_id) => node_id,
         Err(detail) => invalid(level, c"pg_idgen.node_id", &node_text, &detail),
     };

@@ -12,7 +12,7 @@ use pgrx::prelude::*;
 
 use super::cache::{self, hash_bytes, header, sections, Section, SectionId, DROPPED, LOADING, READY};
 use super::recent::Recent;
-use super::spaces::{check_space_name, space_row, unknown_space, Space};
+use super::spaces::{check_space_name, space_inserted_here, space_row, unknown_space, Space, CREATE_SPACE};
 use super::{served, wanted};
 use crate::tables::{display, TextBytes};
 use crate::segment::worker;
@@ -268,7 +268,7 @@ fn load_section(space: &[u8], key: i64, database: u32, deadline: &mut Deadline, 
         pgrx::check_for_interrupts!();
         let info = space_row(space, deadline.ms());
         let number = remember(space, info);
-        let Some(info) = info else { unknown_space(space, "It is not in seq_space.") };
+        let Some(info) = info else { unknown_space(space, "It is not in seq_space.", Some(CREATE_SPACE)) };
         let (section, index) = split(key, info.section_keys);
         let id = section_id(database, info, section);
         let taken = match cache::find(id) {
@@ -276,9 +276,13 @@ fn load_section(space: &[u8], key: i64, database: u32, deadline: &mut Deadline, 
                 // The worker found no such space: the row this call sees was not committed
                 // then. Once more (it may be now), then the call gives up.
                 if retook {
+                    if space_inserted_here(space, deadline.ms()) {
+                        errors::created_in_this_transaction(format!("sequence space \"{}\"", display(space)));
+                    }
                     unknown_space(
                         space,
                         "The worker does not find it in seq_space: it was dropped, or it was created in a transaction that has not committed yet.",
+                        Some(CREATE_SPACE),
                     );
                 }
                 retook = true;
