@@ -7,8 +7,10 @@
 #   ./dev bench [--pg N]   (N=5000000, 3 interleaved rounds; on 18 also core uuidv7())
 #   N=1000000 ROUNDS=1 ./dev bench
 #   N=200000 ROUNDS=1 PGBENCH_SECONDS=1 SEQ_KEYS=200000 ./dev bench   (a quick look at every part)
-#   ONLY_SEQ=1 ./dev bench  only the per-key sequences (SEQ_KEYS: the many keys, 1000000)
+#   ONLY_SEQ=1 ./dev bench  only the per-key sequences (scripts/bench_seq.sh: SEQ_PARTS chooses
+#                          its parts, SEQ_KEYS and SEQ_KEYS_LARGE the many keys)
 #   ONLY_MASK=1 ./dev bench only the public numbers (id_mask and id_unmask in each form)
+#   NO_INSTALL=1 ./dev bench  the build installed as it is, not this tree's
 #   BASELINE_REV=<git revision> ./dev bench
 #                          also times snowflake_next() and uuid_v7_next() of that revision against
 #                          this one, in two clusters side by side, COMPARE_ROUNDS (30) alternating
@@ -21,7 +23,8 @@ N=${N:-5000000}
 ROUNDS=${ROUNDS:-3}
 PGBENCH_SECONDS=${PGBENCH_SECONDS:-5}
 PORT=54330
-install_extension
+# NO_INSTALL=1 measures the build installed as it is (builds compared by installing each in turn).
+[ -n "${NO_INSTALL:-}" ] || install_extension
 trap 'cluster_remove bench' EXIT
 
 # bench_start CONF-LINE...: (re)starts the bench cluster with pg_idgen preloaded and these settings.
@@ -75,6 +78,28 @@ pgbench_rate() {
 column() { awk -F'|' -v f="$1" -v c="$2" '{gsub(/^ +| +$/, "", $1)} $1 == f {gsub(/ /, "", $c); print $c}' "$WORK_ROOT/bench-last.txt"; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f%%", 100 * a / b }'; }
 multiple() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2fx", a / b }'; }
+
+# instructions_per_call CLUSTER EXPR WARM-UP: instructions per call of EXPR, counted by callgrind:
+# repeatable on a shared machine, where times are not. The cluster (made by cluster_start) runs
+# under valgrind; WARM-UP runs first (it waits for what the calls need), then one session counts the
+# empty loop, another the same loop calling EXPR; the difference per call is the function's cost.
+instructions_per_call() {
+    local name=$1 expr=$2 warm_up=$3 out=$WORK_ROOT/callgrind-$1 calls=200000
+    cluster_stop "$name"
+    rm -rf "$out" && as_postgres mkdir -p "$out"
+    env -u RUST_BACKTRACE runuser -u postgres -- valgrind --tool=callgrind --trace-children=yes \
+        --callgrind-out-file="$out/%p.out" "$PG_BIN/postgres" -D "$WORK_ROOT/$name/data" >"$out/server.log" 2>&1 &
+    for _ in $(seq 120); do cluster_psql "$name" -Atc "SELECT 1" >/dev/null 2>&1 && break; sleep 1; done
+    cluster_psql "$name" -Atc "$warm_up" >/dev/null
+    local empty calling
+    empty=$(cluster_psql "$name" -Atc "SELECT pg_backend_pid() FROM (SELECT count(g) FROM (SELECT generate_series(1, $calls) AS g) AS s) AS c")
+    calling=$(cluster_psql "$name" -Atc "SELECT pg_backend_pid() FROM (SELECT count($expr) FROM (SELECT generate_series(1, $calls) AS g) AS s) AS c")
+    cluster_stop "$name"
+    local ir_empty ir_calling
+    ir_empty=$(awk '/^(summary|totals):/ { print $2; exit }' "$out/$empty.out")
+    ir_calling=$(awk '/^(summary|totals):/ { print $2; exit }' "$out/$calling.out")
+    echo $(((ir_calling - ir_empty) / calls))
+}
 
 # Sections 1, 2, 3 and 5 run unless ONLY_COMPARE is set (then only section 4 runs); ONLY_SEQ runs
 # section 3 alone, ONLY_MASK section 5 alone.
@@ -213,31 +238,11 @@ if [ -n "${BASELINE_REV:-}" ] && [ -z "${ONLY_SEQ:-}" ]; then
         echo "$expr cost change: best $(change "$(best baseline)" "$(best current)"), median $(change "$(median baseline)" "$(median current)")"
     done
 
-    # Instructions per call, counted by callgrind: repeatable on a shared machine, where times are
-    # not. The cluster runs under valgrind; one session counts the empty loop, another the same
-    # loop calling the function; the difference per call is the function's cost.
-    instructions_per_call() { # instructions_per_call BUILD EXPR
-        local name=bench-$1 expr=$2 out=$WORK_ROOT/callgrind-$1 calls=200000
-        cluster_stop $name
-        rm -rf "$out" && as_postgres mkdir -p "$out"
-        env -u RUST_BACKTRACE runuser -u postgres -- valgrind --tool=callgrind --trace-children=yes \
-            --callgrind-out-file="$out/%p.out" "$PG_BIN/postgres" -D "$WORK_ROOT/$name/data" >"$out/server.log" 2>&1 &
-        for _ in $(seq 120); do cluster_psql $name -Atc "SELECT 1" >/dev/null 2>&1 && break; sleep 1; done
-        cluster_psql $name -Atc "SELECT snowflake_next()" >/dev/null # waits for the first mark
-        local empty calling
-        empty=$(cluster_psql $name -Atc "SELECT pg_backend_pid() FROM (SELECT count(g) FROM (SELECT generate_series(1, $calls) AS g) AS s) AS c")
-        calling=$(cluster_psql $name -Atc "SELECT pg_backend_pid() FROM (SELECT count($expr) FROM (SELECT generate_series(1, $calls) AS g) AS s) AS c")
-        cluster_stop $name
-        local ir_empty ir_calling
-        ir_empty=$(awk '/^(summary|totals):/ { print $2; exit }' "$out/$empty.out")
-        ir_calling=$(awk '/^(summary|totals):/ { print $2; exit }' "$out/$calling.out")
-        echo $(((ir_calling - ir_empty) / calls))
-    }
     command -v valgrind >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq valgrind >/dev/null
     for expr in "${compared[@]}"; do
         say "$expr instructions per call (callgrind), $BASELINE_REV against the current build"
-        ir_before=$(instructions_per_call baseline "$expr")
-        ir_after=$(instructions_per_call current "$expr")
+        ir_before=$(instructions_per_call bench-baseline "$expr" "SELECT snowflake_next()")
+        ir_after=$(instructions_per_call bench-current "$expr" "SELECT snowflake_next()")
         printf '%-12s %12s\n' build "instructions" "$BASELINE_REV" "$ir_before" current "$ir_after"
         echo "$expr instructions per call: $(awk -v a="$ir_after" -v b="$ir_before" 'BEGIN { printf "%+.1f%%", 100 * (a - b) / b }')"
     done

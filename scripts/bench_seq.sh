@@ -2,79 +2,113 @@
 # pgbench_run, ratio, multiple; N, ROUNDS, PGBENCH_SECONDS): per-key sequences, all in one cluster,
 # against what they are compared with, measured in the same run.
 #   a. the section cache's shared memory (pg_shmem_allocations, with 1 section and with enough for
-#      SEQ_KEYS keys);
+#      SEQ_KEYS_LARGE keys);
 #   b. the cold pass: one seq_next() for each of SEQ_KEYS keys, so every section is loaded (one
-#      durable write each);
-#   c. ns per call, best of ROUNDS, one hot key and SEQ_KEYS keys (warm), against segment_next() and
-#      nextval();
+#      durable write each); then the sections of SEQ_KEYS_LARGE keys loaded by 16 clients at once;
+#   c. ns per call, best of ROUNDS, one hot key, SEQ_KEYS keys and SEQ_KEYS_LARGE keys (warm),
+#      against segment_next() and nextval();
 #   d. durable writes (loads and raises) per million calls, one hot key and SEQ_KEYS keys;
 #   e. rows/s with 1, 2 and 4 pgbench clients inserting one row numbered per key a transaction, for
 #      1, 10,000 and SEQ_KEYS keys (random, warm): seq_next(), the seq_fill() trigger, a counter row
 #      updated in the same statement, a sequence per key (up to 10,000 keys), and a row with no
-#      number; WAL bytes per row of each, with and without its full-page images.
-# SEQ_KEYS (1000000) scales the many-keys runs; N, ROUNDS and PGBENCH_SECONDS the rest.
+#      number; WAL bytes per row of each, with and without its full-page images; f. the hot key
+#      with fsync = on;
+#   g. seq_status() polled beside calls that load cold sections, at a large cache
+#      (scripts/bench_seq_status.sh);
+#   h. instructions per call of seq_next() on the hot key, counted by callgrind (when valgrind is
+#      there): the figure to compare between builds, which times on a shared machine are not.
+# SEQ_KEYS (1000000) and SEQ_KEYS_LARGE (10000000) scale the many-keys runs; N, ROUNDS and
+# PGBENCH_SECONDS the rest. SEQ_PARTS (all: "calls inserts status callgrind") chooses the parts:
+# calls = a-d, inserts = e-f, status = g, callgrind = h.
 
 SEQ_KEYS=${SEQ_KEYS:-1000000}
+SEQ_KEYS_LARGE=${SEQ_KEYS_LARGE:-10000000}
+SEQ_PARTS=${SEQ_PARTS:-calls inserts status callgrind}
 # The keys a space's section holds (seq_space_create's default), and how many keys get a
 # sequence of their own.
 SECTION_KEYS=256
 SEQUENCE_KEYS=10000
 [ "$SEQ_KEYS" -gt "$SEQUENCE_KEYS" ] || { echo "SEQ_KEYS must be above $SEQUENCE_KEYS" >&2; exit 2; }
+[ "$SEQ_KEYS_LARGE" -ge "$SEQ_KEYS" ] || { echo "SEQ_KEYS_LARGE must be at least SEQ_KEYS" >&2; exit 2; }
 sections=$(((SEQ_KEYS + SECTION_KEYS - 1) / SECTION_KEYS))
+large_sections=$(((SEQ_KEYS_LARGE + SECTION_KEYS - 1) / SECTION_KEYS))
+# A cache that holds the sections of the large key set, and so those of the smaller one too.
 cache_sections=8
-while [ "$cache_sections" -lt "$sections" ]; do cache_sections=$((cache_sections * 2)); done
+while [ "$cache_sections" -lt "$large_sections" ]; do cache_sections=$((cache_sections * 2)); done
 
+seq_part() { [[ " $SEQ_PARTS " == *" $1 "* ]]; }
 bench_sql() { cluster_psql bench -qAt "$@"; }
 shmem_bytes() { bench_sql -c "SELECT size FROM pg_catalog.pg_shmem_allocations WHERE name = 'pg_idgen'"; }
 # seq_pass EXPR CALLS: "seconds loads raises waits evictions" of CALLS calls of EXPR.
 seq_pass() { bench_sql -F ' ' -c "SELECT * FROM seq_pass(\$\$$1\$\$, $2)"; }
 per_million() { awk -v a="$1" -v n="$2" 'BEGIN { printf "%.1f", a * 1e6 / n }'; }
 ns_per_call() { awk -v s="$1" -v n="$2" 'BEGIN { printf "%.1f", s * 1e9 / n }'; }
+# scattered KEYS: an expression of g visiting KEYS keys in a scattered order, every key once in KEYS
+# calls: key = g * stride mod KEYS, stride prime to KEYS and about 0.618 of it (consecutive calls
+# far apart).
+scattered() {
+    local stride
+    stride=$(bench_sql -c "SELECT min(s) FROM generate_series($1::bigint * 618 / 1000, $1) AS s WHERE gcd(s, $1) = 1")
+    echo "(g::bigint * $stride) % $1"
+}
 
 # Why these settings: checkpoints only where the script asks for them (before each pgbench run),
 # and no autovacuum, whose WAL would land in whichever run it happened to run beside.
 seq_conf=("autovacuum = off" "max_wal_size = '20GB'" "checkpoint_timeout = '1h'")
 cluster_remove bench
 
+if seq_part calls || seq_part inserts; then
 # a. Shared memory: the cache takes seq_cache_sections sections.
 bench_start "${seq_conf[@]}" "pg_idgen.seq_cache_sections = 1"
 one_section_bytes=$(shmem_bytes)
-bench_start "${seq_conf[@]}" "pg_idgen.seq_cache_sections = $cache_sections"
+bench_start "${seq_conf[@]}" "pg_idgen.seq_cache_sections = $cache_sections" "max_connections = 40"
 sized_bytes=$(shmem_bytes)
 section_bytes=$(((sized_bytes - one_section_bytes) / (cache_sections - 1)))
-say "per-key sequences: $SEQ_KEYS keys of $SECTION_KEYS a section = $sections sections; pg_idgen.seq_cache_sections = $cache_sections"
+say "per-key sequences: $SEQ_KEYS keys of $SECTION_KEYS a section = $sections sections, $SEQ_KEYS_LARGE keys = $large_sections;" \
+    "pg_idgen.seq_cache_sections = $cache_sections"
 echo "pg_idgen's shared memory (pg_shmem_allocations): $one_section_bytes bytes with seq_cache_sections = 1," \
      "$sized_bytes with $cache_sections: $section_bytes bytes a section;" \
      "the cache of $cache_sections sections takes $(awk -v b="$((section_bytes * cache_sections))" 'BEGIN { printf "%.1f", b / 1048576 }') MiB" \
      "(the default, 1024 sections: $(awk -v b="$((section_bytes * 1024))" 'BEGIN { printf "%.1f", b / 1048576 }') MiB)"
 
 bytes_per_sequence=$(bench_sql -v keys="$SEQ_KEYS" -v sequences="$SEQUENCE_KEYS" -f scripts/bench_seq.sql)
-# The many keys are visited in a scattered order, every key once in SEQ_KEYS calls: key = g * stride
-# mod SEQ_KEYS, stride prime to SEQ_KEYS and about 0.618 of it (consecutive calls far apart).
-stride=$(bench_sql -c "SELECT min(s) FROM generate_series($SEQ_KEYS * 618 / 1000, $SEQ_KEYS) AS s WHERE gcd(s, $SEQ_KEYS) = 1")
-scattered_key="(g::bigint * $stride) % $SEQ_KEYS"
+scattered_key=$(scattered "$SEQ_KEYS")
+scattered_large=$(scattered "$SEQ_KEYS_LARGE")
 hot="seq_next('bench', 0)"
 many="seq_next('bench', $scattered_key)"
+many_large="seq_next('bench', $scattered_large)"
 
-# b. The cold pass.
+# b. The cold pass; then the large key set's sections, loaded by 16 clients at once (one after
+#    another, each load a durable write the call waits for, they would take minutes).
 say "per-key sequences: the cold pass, one seq_next() for each of $SEQ_KEYS keys (every section loaded)"
 cold=$(seq_pass "$many" "$SEQ_KEYS")
 read -r seconds loads raises waits evictions <<<"$cold"
 echo "cold pass: $(awk -v s="$seconds" 'BEGIN { printf "%.2f", s }') s = $(ns_per_call "$seconds" "$SEQ_KEYS") ns per call;" \
      "$loads loads (durable writes; $sections sections) = $(awk -v s="$seconds" -v l="$loads" 'BEGIN { printf "%.3f", s * 1000 / l }') ms a load;" \
      "$evictions evictions, $raises raises"
+warm_started=$(date +%s.%N)
+for client in $(seq 0 15); do
+    bench_sql -c "SELECT count(seq_next('bench', s * $SECTION_KEYS)) FROM generate_series($client, $large_sections - 1, 16) AS s" >/dev/null &
+done
+wait
+echo "the $large_sections sections of $SEQ_KEYS_LARGE keys loaded by 16 clients in" \
+     "$(awk -v a="$warm_started" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }') s;" \
+     "$(bench_sql -c "SELECT cached_sections, evictions FROM seq_status()" | awk -F'|' '{ print $1 " cached, " $2 " evictions" }')"
 
-# c. Cost per call, warm. The scattered key alone is timed too: the many keys' cost is above it.
-time_calls "per-key sequences: cost per call on PostgreSQL $PG_MAJOR, one hot key and $SEQ_KEYS keys (warm), N=$N" \
-    "{g,\"$scattered_key\",\"$hot\",\"$many\",\"segment_next('bench_1k')\",\"nextval('bench_seq')\"}"
+# c. Cost per call, warm. The scattered keys alone are timed too: the many keys' cost is above them.
+time_calls "per-key sequences: cost per call on PostgreSQL $PG_MAJOR, one hot key, $SEQ_KEYS and $SEQ_KEYS_LARGE keys (warm), N=$N" \
+    "{g,\"$scattered_key\",\"$scattered_large\",\"$hot\",\"$many\",\"$many_large\",\"segment_next('bench_1k')\",\"nextval('bench_seq')\"}"
 segment_ns=$(column "segment_next('bench_1k')" 4)
 nextval_ns=$(column "nextval('bench_seq')" 4)
 hot_ns=$(column "$hot" 4)
-many_ns=$(awk -v a="$(column "$many" 4)" -v b="$(column "$scattered_key" 4)" 'BEGIN { printf "%.1f", a - b }')
 echo "seq_next() one hot key: $hot_ns ns above baseline = $(multiple "$hot_ns" "$segment_ns") segment_next('bench_1k')'s," \
      "$(ratio "$hot_ns" "$nextval_ns") of nextval()'s (goal: <= 2x segment_next)"
-echo "seq_next() $SEQ_KEYS keys, warm: $many_ns ns above the scattered key alone = $(multiple "$many_ns" "$segment_ns") segment_next('bench_1k')'s," \
-     "$(ratio "$many_ns" "$nextval_ns") of nextval()'s (goal: <= 2x segment_next)"
+for keys in "$SEQ_KEYS" "$SEQ_KEYS_LARGE"; do
+    if [ "$keys" = "$SEQ_KEYS" ]; then expr=$many key=$scattered_key; else expr=$many_large key=$scattered_large; fi
+    many_ns=$(awk -v a="$(column "$expr" 4)" -v b="$(column "$key" 4)" 'BEGIN { printf "%.1f", a - b }')
+    echo "seq_next() $keys keys, warm: $many_ns ns above the scattered key alone = $(multiple "$many_ns" "$segment_ns") segment_next('bench_1k')'s," \
+         "$(ratio "$many_ns" "$nextval_ns") of nextval()'s (goal: <= 2x segment_next)"
+done
 
 # d. Durable writes: a load or a raise is one committed, flushed transaction of the worker.
 say "per-key sequences: durable writes (seq_status() loads + raises) per million calls, $N calls each, warm"
@@ -86,7 +120,9 @@ for pass in hot many; do
     printf '%-16s %10s %8s %8s %8s %10s %22s\n' "$label" "$(ns_per_call "$seconds" "$N")" "$loads" "$raises" "$waits" "$evictions" \
         "$(per_million $((loads + raises)) "$N")"
 done
+fi
 
+if seq_part inserts; then
 # e. Inserts numbered per key, one row a transaction.
 declare -A NUMBERING=(
     [seq]="INSERT INTO rows_seq (k, n, payload) VALUES (:k, seq_next('bench', :k), 1);"
@@ -204,3 +240,18 @@ for clients in "${CLIENTS[@]}"; do
          "$(durable_tps counter "$clients") rows/s = $(multiple "$(durable_tps seq "$clients")" "$(durable_tps counter "$clients")")"
 done
 cluster_stop bench
+fi
+
+if seq_part status; then
+    source scripts/bench_seq_status.sh
+fi
+
+# h. Instructions per call of the hot key (the figure to compare between builds: each build
+#    installed in turn, as the manual's Benchmarks page says).
+if seq_part callgrind && command -v valgrind >/dev/null; then
+    bench_start "${seq_conf[@]}"
+    bench_sql -c "CREATE EXTENSION IF NOT EXISTS pg_idgen" \
+        -c "SELECT seq_space_create('bench') WHERE NOT EXISTS (SELECT FROM seq_space WHERE space = 'bench')" >/dev/null
+    say "per-key sequences: instructions per call of seq_next() on one hot key (callgrind, 200,000 calls)"
+    echo "seq_next('bench', 0): $(instructions_per_call bench "seq_next('bench', 0)" "SELECT seq_next('bench', 0)") instructions per call"
+fi

@@ -35,10 +35,12 @@ Section: database
 Priority: optional
 Installed-Size: $size_kb
 Description: unique ids made inside PostgreSQL $PG_MAJOR
- pg_idgen makes Snowflake bigints, Leaf-style segment numbers served from
- shared memory, MongoDB ObjectIds and monotonic UUIDv7s inside the database,
- and decodes them in SQL. Add pg_idgen to shared_preload_libraries, set
- pg_idgen.node_id, restart, then CREATE EXTENSION pg_idgen.
+ pg_idgen makes Snowflake bigints, Leaf-style segment numbers and per-key
+ sequences (numbers per project, conversation or shop, WeChat seqsvr style)
+ served from shared memory, MongoDB ObjectIds and monotonic UUIDv7s inside
+ the database, and decodes them in SQL. Add pg_idgen to
+ shared_preload_libraries, set pg_idgen.node_id, restart, then
+ CREATE EXTENSION pg_idgen.
 CONTROL
 deb=target/debian/${name}_${version}_${arch}.deb
 dpkg-deb --build --root-owner-group "$root" "$deb" >/dev/null

@@ -107,7 +107,8 @@ lint() {
 unit_tests() {
     local pgrx_data=$WORK_ROOT/pgrx-test-data
     mkdir -p "$pgrx_data" && chown postgres:postgres "$pgrx_data"
-    # Why no RUST_BACKTRACE: with it, a Rust error's DETAIL carries a backtrace (PGRX_NOTES.md).
+    # Why no RUST_BACKTRACE: with it, a Rust error's DETAIL carries a backtrace, which no expected
+    # output can hold (pgrx-tests/src/lib.rs and scripts/lib.sh start clusters without it too).
     # Why by_rename: cargo pgrx test installs its build with `sudo cp`, in place, which would crash
     # every running server of this installation (tests/install_test.sh).
     run_filtered by_rename env -u RUST_BACKTRACE cargo pgrx test "pg$PG_MAJOR" ${filter:+"$filter"} --runas postgres --pgdata "$pgrx_data"

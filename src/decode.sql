@@ -1,10 +1,10 @@
 -- Decoders declared by hand: they return rows or take an objectid (src/decode.rs), and the
 -- comments of the decoders pgrx declares.
-CREATE FUNCTION objectid_timestamp(objectid) RETURNS timestamptz
+CREATE FUNCTION objectid_timestamp(id objectid) RETURNS timestamptz
     AS 'MODULE_PATHNAME', 'pg_idgen_objectid_timestamp' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION objectid_timestamp(objectid) IS
     'The second an ObjectId was made.';
-CREATE FUNCTION objectid_min(timestamptz) RETURNS objectid
+CREATE FUNCTION objectid_min(ts timestamptz) RETURNS objectid
     AS 'MODULE_PATHNAME', 'pg_idgen_objectid_min' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION objectid_min(timestamptz) IS
     'Smallest ObjectId of the second of a time, for WHERE id >= objectid_min(...) range scans.';

@@ -384,7 +384,7 @@ impl Generator {
             let (clock_name, hint) = match config.clock_step_policy {
                 StepPolicy::Refuse => (
                     "the wall clock",
-                    "pg_idgen.clock_step_policy is refuse: calls fail until the wall clock has caught up. Check the server's clock, or set the policy to keep_generating.",
+                    "pg_idgen.clock_step_policy is refuse: calls fail until the wall clock has caught up. Check the server's clock, or set the policy to 'keep_generating'.",
                 ),
                 StepPolicy::KeepGenerating => (
                     "pg_idgen's generator clock",

@@ -38,6 +38,18 @@ pub fn keep_backtraces_out_of_messages() {
     std::env::set_var("RUST_LIB_BACKTRACE", "0");
 }
 
+/// A tag or a space this transaction created and has not committed: the worker, which loads
+/// numbers in transactions of its own, cannot see it yet. `what` names it (`segment tag "t"`).
+#[cold]
+pub fn created_in_this_transaction(what: String) -> ! {
+    raise(
+        PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+        format!("{what} was created in this transaction, which has not committed"),
+        Some("The pg_idgen worker loads numbers in transactions of its own, which see committed rows only.".into()),
+        Some("Commit the transaction that creates it, then take its numbers."),
+    )
+}
+
 /// Generators need the node id; there is deliberately no default two servers could share.
 #[cold]
 pub fn node_id_unset() -> ! {

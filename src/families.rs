@@ -75,8 +75,11 @@ impl Shape {
 pub struct Family {
     /// Its place in `FAMILIES`, in shared memory and in the mark file.
     pub index: usize,
-    /// Its name in the mark file and in `pg_idgen_generators()`.
+    /// Its name in the mark file. Persisted: never changed once a release wrote it.
     pub key: &'static str,
+    /// Its name in SQL: the prefix of its functions (`<sql_name>_next()`), and its row of
+    /// `pg_idgen_generators()`.
+    pub sql_name: &'static str,
     /// Its name in messages.
     pub name: &'static str,
     /// Its shape; only the snowflake family's depends on the configured layout.
@@ -85,13 +88,13 @@ pub struct Family {
 
 /// Snowflake ids: the layout's ticks, its sequence bits as the counter (the node bits are constant
 /// and left out of the stamp).
-pub static SNOWFLAKE: Family = Family { index: 0, key: "snowflake", name: "snowflake", shape: snowflake_shape };
+pub static SNOWFLAKE: Family = Family { index: 0, key: "snowflake", sql_name: "snowflake", name: "snowflake", shape: snowflake_shape };
 
 /// ObjectIds: Unix seconds in 4 bytes (until 2106-02-07), a 3-byte counter. Why each second's
 /// counter starts low instead of running on across seconds as drivers do: a counter that wraps
 /// inside a second must carry into the next one to keep the ids increasing, which would borrow a
 /// second at every wrap; starting low leaves 16,776,960 values to every second.
-pub static OBJECTID: Family = Family { index: 1, key: "objectid", name: "objectid", shape: |_| OBJECTID_SHAPE };
+pub static OBJECTID: Family = Family { index: 1, key: "objectid", sql_name: "objectid", name: "objectid", shape: |_| OBJECTID_SHAPE };
 pub const OBJECTID_SHAPE: Shape = Shape {
     clock: TickClock { epoch_us: 0, unit_us: 1_000_000, max_tick: u32::MAX as u64 },
     counter_bits: 24,
@@ -99,8 +102,9 @@ pub const OBJECTID_SHAPE: Shape = Shape {
 };
 
 /// UUIDv7s: Unix milliseconds in 48 bits (until the year 10889), a 12-bit counter in rand_a
-/// (RFC 9562 §6.2, method 1).
-pub static UUID_V7: Family = Family { index: 2, key: "uuid7", name: "UUIDv7", shape: |_| UUID_V7_SHAPE };
+/// (RFC 9562 §6.2, method 1). Its key, `uuid7`, is older than the functions' `uuid_v7_` prefix;
+/// mark files hold it.
+pub static UUID_V7: Family = Family { index: 2, key: "uuid7", sql_name: "uuid_v7", name: "UUIDv7", shape: |_| UUID_V7_SHAPE };
 pub const UUID_V7_SHAPE: Shape = Shape {
     clock: TickClock { epoch_us: 0, unit_us: 1000, max_tick: (1 << 48) - 1 },
     counter_bits: 12,
@@ -140,6 +144,9 @@ mod tests {
             assert_eq!(by_key(family.key).map(|f| f.index), Some(i));
         }
         assert!(by_key("ulid").is_none());
+        let mut sql_names: Vec<&str> = FAMILIES.iter().map(|f| f.sql_name).collect();
+        sql_names.dedup();
+        assert_eq!(sql_names.len(), FAMILIES.len(), "each family has a name of its own in SQL");
     }
 
     #[test]

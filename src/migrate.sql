@@ -203,6 +203,7 @@ DECLARE
     statement   text;
     next_id     bigint;
     generator   oid;        -- the function the new default must call
+    converted_by oid;       -- pg_idgen's generator that the default calls already, if it does
 BEGIN
     IF table_name IS NULL OR column_name IS NULL THEN
         RAISE EXCEPTION '%: table_name and column_name must not be NULL', caller
@@ -295,6 +296,26 @@ BEGIN
       INTO default_oid, default_expr
       FROM pg_catalog.pg_attrdef AS d
      WHERE d.adrelid OPERATOR(pg_catalog.=) table_name AND d.adnum OPERATOR(pg_catalog.=) col_attnum;
+    -- A default that calls pg_idgen's generator is a conversion done already: dropping it, as the
+    -- refusal below says for other defaults, would undo it.
+    SELECT d.refobjid INTO converted_by
+      FROM pg_catalog.pg_depend AS d
+     WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_attrdef'::pg_catalog.regclass
+       AND d.objid OPERATOR(pg_catalog.=) default_oid
+       AND d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass
+       AND d.refobjid OPERATOR(pg_catalog.=) ANY (ARRAY[idgen_internal.snowflake_generator(), idgen_internal.segment_generator()])
+     LIMIT 1;
+    IF converted_by IS NOT NULL THEN
+        RAISE EXCEPTION 'column % is converted already', target
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  DETAIL = pg_catalog.format('Its default is %s.', default_expr),
+                  HINT = CASE WHEN converted_by OPERATOR(pg_catalog.=) CASE family WHEN 'snowflake' THEN idgen_internal.snowflake_generator()
+                                                                                   ELSE idgen_internal.segment_generator() END
+                              THEN 'Nothing to convert: new rows take their values from that default.'
+                              ELSE pg_catalog.format('To switch it to %s, drop that default first (ALTER TABLE %s ALTER COLUMN %I DROP DEFAULT), then convert it.',
+                                                     CASE family WHEN 'snowflake' THEN 'snowflake ids' ELSE 'segment numbers' END,
+                                                     table_name, column_name) END;
+    END IF;
     -- pg_get_expr() writes nextval('seq'::regclass), cast to the column's type if it is not bigint.
     IF default_expr IS NOT NULL AND default_expr OPERATOR(pg_catalog.!~)
        $re$^\(?nextval\('([^']|'')*'::regclass\)(\)::(smallint|integer|bigint))?$$re$ THEN
@@ -408,8 +429,8 @@ BEGIN
         first_number := GREATEST(largest, 0) OPERATOR(pg_catalog.+) 1;
         BEGIN
             PERFORM idgen_internal.segment_create(tag, first_number, step, pg_catalog.format('numbers of %s', target));
-        EXCEPTION WHEN unique_violation THEN
-            RAISE EXCEPTION 'segment tag "%" exists already', tag
+        EXCEPTION WHEN unique_violation OR duplicate_object THEN
+            RAISE EXCEPTION 'segment tag "%" already exists', tag
                 USING ERRCODE = 'duplicate_object',
                       HINT = pg_catalog.format('Choose another tag, or drop this one first with segment_drop(%L) if no table uses it.', tag);
         END;
@@ -594,8 +615,8 @@ BEGIN
     first_number := CASE WHEN seq_called THEN seq_last OPERATOR(pg_catalog.+) increment ELSE seq_last END;
     BEGIN
         PERFORM idgen_internal.segment_create(tag, first_number, step, pg_catalog.format('continues sequence %s', sequence_name));
-    EXCEPTION WHEN unique_violation THEN
-        RAISE EXCEPTION 'segment tag "%" exists already', tag
+    EXCEPTION WHEN unique_violation OR duplicate_object THEN
+        RAISE EXCEPTION 'segment tag "%" already exists', tag
             USING ERRCODE = 'duplicate_object',
                   HINT = pg_catalog.format('Choose another tag, or drop this one first with segment_drop(%L) if no table uses it.', tag);
     END;

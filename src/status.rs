@@ -88,7 +88,7 @@ fn pg_idgen_generators() -> TableIterator<
         let shape = &generator.shape;
         let floor = generator.cell(state).floor.load(Relaxed);
         (
-            generator.family.key.to_string(),
+            generator.family.sql_name.to_string(),
             Interval::from_micros(shape.clock.unit_us),
             clock::unix_micros_to_timestamptz(shape.clock.end_us()),
             shape.ids_per_second_cap() as i64,

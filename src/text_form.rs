@@ -88,7 +88,7 @@ CREATE FUNCTION id_to_base32(id objectid) RETURNS text
     AS 'MODULE_PATHNAME', 'pg_idgen_objectid_to_base32' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION id_to_base32(objectid) IS
     'An ObjectId as 20 Crockford base32 digits, sorting like the ObjectId.';
-CREATE FUNCTION objectid_from_base32(text) RETURNS objectid
+CREATE FUNCTION objectid_from_base32(text text) RETURNS objectid
     AS 'MODULE_PATHNAME', 'pg_idgen_objectid_from_base32' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION objectid_from_base32(text) IS
     'The ObjectId written as 20 Crockford base32 digits.';

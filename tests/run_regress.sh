@@ -77,6 +77,10 @@ since_major=()
 phase preloaded postgres "shared_preload_libraries = 'pg_idgen';pg_idgen.node_id = 7;pg_idgen.segment_wait_timeout = 3000" \
     setup snowflake decode objectid uuid7 segment seq seq_fill_latin1 mask blocks text_form compose migrate status settings "${since_major[@]}"
 phase node_id_unset pg_idgen_regress "shared_preload_libraries = 'pg_idgen'" setup node_id_unset
+# Why the server is its own segment authority (database postgres): pg_regress runs one server, and
+# what the tests show is what a server with an authority says.
+phase authority pg_idgen_regress "shared_preload_libraries = 'pg_idgen';pg_idgen.node_id = 7;pg_idgen.segment_authority = 'host=$WORK_ROOT/regress/socket port=$PORT dbname=postgres'" \
+    setup authority
 phase not_preloaded pg_idgen_regress "" setup not_preloaded
 
 if [ $ran -eq 0 ]; then

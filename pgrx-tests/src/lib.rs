@@ -16,6 +16,8 @@ use std::time::{Duration, Instant};
 
 pub use postgres::{Client, NoTls};
 
+pub mod manual;
+
 /// What `$PG_CONFIG OPTION` prints.
 fn pg_config(option: &str) -> String {
     // Why not the pg_config on the PATH: Debian's picks the newest PostgreSQL installed, which

@@ -2,97 +2,10 @@
 //! name everything the extension creates.
 
 use std::collections::BTreeSet;
-use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
+use pg_idgen_system_tests::manual::{manual_pages, page_name, prose_lines, read, repository, split_code_spans};
 use pg_idgen_system_tests::started_cluster;
-
-/// The repository's root. Why not the working directory: cargo runs a test in its package's
-/// directory (`pgrx-tests/`), and anyone may run the binary from elsewhere.
-fn repository() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("pgrx-tests/ lies inside the repository").to_path_buf()
-}
-
-/// The manual's pages: README.md and every docs/*.md, sorted.
-fn manual_pages() -> Vec<PathBuf> {
-    let root = repository();
-    let mut pages = vec![root.join("README.md")];
-    let mut docs: Vec<PathBuf> = fs::read_dir(root.join("docs"))
-        .expect("docs/")
-        .map(|entry| entry.unwrap().path())
-        .filter(|path| path.extension().is_some_and(|e| e == "md"))
-        .collect();
-    docs.sort();
-    pages.extend(docs);
-    pages
-}
-
-fn read(path: &Path) -> String {
-    fs::read_to_string(path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()))
-}
-
-/// The lines of a Markdown text outside fenced code blocks (where `#` starts a shell comment, not a
-/// heading, and brackets are code), with their numbers from 1.
-fn prose_lines(text: &str) -> Vec<(usize, &str)> {
-    let mut fenced = false;
-    let mut lines = Vec::new();
-    for (index, line) in text.lines().enumerate() {
-        if line.trim_start().starts_with("```") {
-            fenced = !fenced;
-        } else if !fenced {
-            lines.push((index + 1, line));
-        }
-    }
-    lines
-}
-
-/// A line's inline code spans (a run of backticks up to the next run of the same length), and the
-/// line with each of them replaced by `CODE`.
-fn split_code_spans(line: &str) -> (Vec<String>, String) {
-    let chars: Vec<char> = line.chars().collect();
-    let mut spans = Vec::new();
-    let mut rest = String::new();
-    let mut i = 0;
-    while i < chars.len() {
-        if chars[i] != '`' {
-            rest.push(chars[i]);
-            i += 1;
-            continue;
-        }
-        let run = chars[i..].iter().take_while(|&&c| c == '`').count();
-        let body_start = i + run;
-        let mut j = body_start;
-        let mut close = None;
-        while j < chars.len() {
-            if chars[j] == '`' {
-                let closing = chars[j..].iter().take_while(|&&c| c == '`').count();
-                if closing == run {
-                    close = Some(j);
-                    break;
-                }
-                j += closing;
-            } else {
-                j += 1;
-            }
-        }
-        match close {
-            Some(end) => {
-                let body: String = chars[body_start..end].iter().collect();
-                // CommonMark strips one space at each end of a span that has one at both.
-                let body = if body.len() > 1 && body.starts_with(' ') && body.ends_with(' ') { body[1..body.len() - 1].to_string() } else { body };
-                spans.push(body);
-                rest.push_str("CODE");
-                i = end + run;
-            }
-            None => {
-                // A lone backtick run is text.
-                rest.extend(&chars[i..body_start]);
-                i = body_start;
-            }
-        }
-    }
-    (spans, rest)
-}
 
 /// GitHub's anchor of a heading: lowercase; a space becomes `-`; letters, digits, `-` and `_`
 /// stay; everything else (punctuation, backticks, arrows) is dropped.
@@ -248,4 +161,14 @@ fn the_references_name_every_function_aggregate_type_and_setting() {
         }
     }
     assert!(missing.is_empty(), "the references lag behind the extension:\n{}", missing.join("\n"));
+}
+
+/// Claim: the demo's "where to read next" (scripts/demo.sql, which `./dev run` shows) names every
+/// page of the manual, so that a page added later is not left out of it.
+#[test]
+fn the_demo_names_every_page_of_the_manual() {
+    let demo = read(&repository().join("scripts/demo.sql"));
+    let missing: Vec<String> =
+        manual_pages().iter().map(|page| page_name(page)).filter(|name| !demo.contains(&format!("\\echo '  {name} "))).collect();
+    assert!(missing.is_empty(), "scripts/demo.sql does not name these pages in its \"where to read next\": {missing:?}");
 }

@@ -649,3 +649,81 @@ fn seq_current_lies_between_the_numbers_handed_out_and_the_next() {
         assert!(following > now, "key {key} after the crash: seq_next {following} is not above seq_current {now}");
     }
 }
+
+/// Claim: each backend's map of the sections it used (way and version, checked against the
+/// stamp on the key's counter line) never pairs a key with a counter that is not its own: with a
+/// cache of 16 sections and 192 keys in 48 sections of 4, 4 clients call the keys at random (most
+/// sections they remember have since left the cache, or come back into another way or into the
+/// same way under a later version), while a fifth session retires the database's sections 20
+/// times a second (each retire changes the sections' headers only, and moves the retire epoch);
+/// then a second pass of the same keys. No key gets a number twice, each client's numbers of a key
+/// increase, and every number of the second pass is above every number of the first.
+#[test]
+fn an_eviction_storm_and_retires_never_pair_a_key_with_another_counter() {
+    let cluster = seq_cluster("seq-recent", &["pg_idgen.seq_cache_sections = 16"]);
+    let mut db = cluster.connect();
+    db.batch_execute("SELECT seq_space_create('m', step => 5, section_keys => 4)").unwrap();
+    create_numbers_table(&mut db, "got");
+    let retiring = Arc::new(AtomicBool::new(true));
+    let retires = {
+        let (mut db, retiring) = (cluster.connect(), retiring.clone());
+        thread::spawn(move || {
+            let mut retires = 0;
+            while retiring.load(Ordering::Relaxed) {
+                db.batch_execute("UPDATE seq_space SET description = clock_timestamp()::text WHERE space = 'm'").unwrap();
+                retires += 1;
+                thread::sleep(Duration::from_millis(50));
+            }
+            retires
+        })
+    };
+    for pass in 0..2 {
+        let work = Work { statement: insert_next("got", "m", pass, false), keys: Keys::Random { count: 192, seed: 9, per_statement: 250 }, batches: 6 };
+        assert_no_error(&Load::start(&cluster, 4, pass, &work).finish());
+    }
+    retiring.store(false, Ordering::Relaxed);
+    let retires = retires.join().unwrap();
+    assert!(retires >= 10, "the sections were retired {retires} times during the load");
+    assert_eq!(assert_numbering(&mut db, "got"), [6000, 6000]);
+    let evictions: i64 = db.query_one("SELECT evictions FROM seq_status()", &[]).unwrap().get(0);
+    assert!(evictions > 500, "sections left the cache and came back ({evictions} evictions)");
+}
+
+/// Claim: `seq_status()`'s cache columns, kept as running counts, agree with what was done, in two
+/// databases sharing a cache of 32 sections: each database's `cached_sections` is the sections its
+/// calls used (10 and 6), `loading_sections` 0 once the calls returned, and `numbers_served` every
+/// number handed out on the server; retiring one database's sections (an UPDATE of its space's
+/// row) brings its count to 0 and leaves the other's, and using them again brings it back; 50 more
+/// sections in one database (evictions) keep the two counts' sum within the cache's 32.
+#[test]
+fn status_counts_follow_loads_retires_and_evictions_per_database() {
+    let cluster = seq_cluster("seq-status-counts", &["pg_idgen.seq_cache_sections = 32"]);
+    let mut a = cluster.connect();
+    a.batch_execute("CREATE DATABASE other").unwrap();
+    let mut b = cluster.connect_to("other");
+    b.batch_execute("CREATE EXTENSION pg_idgen").unwrap();
+    let status = |db: &mut Client| -> (i32, i32, i64, i64) {
+        let row = db.query_one("SELECT cached_sections, loading_sections, numbers_served, evictions FROM seq_status()", &[]).unwrap();
+        (row.get(0), row.get(1), row.get(2), row.get(3))
+    };
+    let number_keys = |db: &mut Client, space: &str, keys: i64| {
+        let taken: i64 = db.query_one(&format!("SELECT count(seq_next('{space}', k)) FROM generate_series(0, $1::bigint - 1) AS k"), &[&keys]).unwrap().get(0);
+        assert_eq!(taken, keys);
+    };
+    a.batch_execute("SELECT seq_space_create('a', section_keys => 4)").unwrap();
+    b.batch_execute("SELECT seq_space_create('b', section_keys => 4)").unwrap();
+    number_keys(&mut a, "a", 40);
+    number_keys(&mut b, "b", 24);
+    assert_eq!(status(&mut a), (10, 0, 64, 0), "database a: 10 sections; 64 numbers on the server");
+    assert_eq!(status(&mut b), (6, 0, 64, 0), "database other: 6 sections");
+    a.batch_execute("UPDATE seq_space SET description = 'retired' WHERE space = 'a'").unwrap();
+    assert_eq!(status(&mut a).0, 0, "database a's sections retired");
+    assert_eq!(status(&mut b).0, 6, "database other's sections stay");
+    number_keys(&mut a, "a", 40);
+    assert_eq!(status(&mut a), (10, 0, 104, 0), "database a's sections loaded again");
+    number_keys(&mut a, "a", 240);
+    let (cached_a, loading_a, served, evictions) = status(&mut a);
+    let cached_b = status(&mut b).0;
+    assert_eq!((loading_a, served), (0, 344), "every number counted");
+    assert!(evictions > 0 && cached_a + cached_b <= 32 && cached_a > 0, "a: {cached_a}, other: {cached_b}, {evictions} evictions");
+}

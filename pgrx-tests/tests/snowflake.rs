@@ -116,6 +116,28 @@ fn invalid_settings_stop_the_server_and_name_the_setting() {
     assert!(cluster.log().contains("the time bits last until 2094-09-07"), "start line:\n{}", cluster.log());
 }
 
+/// Claim: `ALTER SYSTEM SET pg_idgen.node_id` refuses a node id that does not fit the node bits of
+/// the server's layout (22023, naming the bits), and a value that reached postgresql.auto.conf all
+/// the same (written there by hand, or by an older version) stops the next start with a hint that
+/// names postgresql.auto.conf, the file it came from, not postgresql.conf.
+#[test]
+fn a_node_id_that_does_not_fit_is_refused_by_alter_system_and_named_in_its_file_at_start() {
+    let cluster = started_cluster("auto_conf", &["pg_idgen.node_id = 1"]);
+    let error = cluster.connect().batch_execute("ALTER SYSTEM SET pg_idgen.node_id = 5000").expect_err("5000 does not fit 10 node bits");
+    assert_eq!(sqlstate(&error), "22023", "{error}");
+    let db_error = error.as_db_error().expect("a server error");
+    assert!(db_error.detail().is_some_and(|d| d.contains("10 node bits") && d.contains("1023")), "{db_error:?}");
+    cluster.connect().batch_execute("ALTER SYSTEM SET pg_idgen.node_id = 5").unwrap();
+    cluster.stop();
+    let auto_conf = cluster.data_file("postgresql.auto.conf");
+    let text = std::fs::read_to_string(&auto_conf).unwrap().replace("pg_idgen.node_id = '5'", "pg_idgen.node_id = '5000'");
+    assert!(text.contains("'5000'"), "ALTER SYSTEM wrote the node id: {text}");
+    std::fs::write(&auto_conf, text).unwrap();
+    let log = cluster.try_start().expect_err("node id 5000 with 10 node bits");
+    let hint = log.lines().find(|l| l.contains("HINT:") && l.contains("pg_idgen.node_id")).unwrap_or_else(|| panic!("no hint:\n{log}"));
+    assert!(hint.contains(&format!("{}", auto_conf.display())), "the hint names the file the value came from: {hint}");
+}
+
 /// Claim: the presets and per-setting overrides give the documented layouts, and ids made under
 /// them decode to this node's id; js_safe ids stay below 2^53 (exact in a JavaScript number).
 #[test]

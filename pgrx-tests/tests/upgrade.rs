@@ -64,6 +64,9 @@ fn extension_catalog(db: &mut Client) -> Vec<String> {
            FROM members AS m WHERE m.classid = 'pg_class'::regclass
          UNION ALL
          -- Sorted: the order of the tables does not matter, and install and update differ in it.
+         SELECT 'extension comment ' || coalesce(obj_description(e.oid, 'pg_extension'), '')
+           FROM pg_extension AS e WHERE e.extname = 'pg_idgen'
+         UNION ALL
          SELECT 'dumped ' || coalesce((SELECT string_agg(c::regclass::text, ',' ORDER BY c::regclass::text) FROM unnest(e.extconfig) AS c), '')
            FROM pg_extension AS e WHERE e.extname = 'pg_idgen'
          ORDER BY 1",

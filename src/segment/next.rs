@@ -188,10 +188,18 @@ pub(super) fn wait_for_range(slot: &Slot, tag: &[u8], version: u64, generation: 
         // hosts, ports, users and databases, which the setting keeps to superusers;
         // segment_authority_status() shows it to monitoring roles, and the log has it.
         match &settings::config().segments.authority {
-            Some(_) => unknown_tag(tag, "The segment authority (pg_idgen.segment_authority) has no such tag: create it there."),
+            Some(_) => unknown_tag(
+                tag,
+                "The segment authority (pg_idgen.segment_authority) has no such tag: this server serves the authority's tags.",
+                Some("Create the tag at the segment authority, with segment_create(tag) there."),
+            ),
+            None if table::tag_inserted_here(tag, clock::monotonic_millis() + settings::config().segments.wait_timeout_ms as i64) => {
+                errors::created_in_this_transaction(format!("segment tag \"{}\"", display(tag)))
+            }
             None => unknown_tag(
                 tag,
                 "The worker does not find it in the tag table: it was dropped, or it was created in a transaction that has not committed yet.",
+                Some(table::CREATE_TAG),
             ),
         }
     }
@@ -278,7 +286,7 @@ pub(super) fn block_past_the_end(tag: &[u8], n: u64, in_memory: u64, left: u64) 
 fn register(tag: &[u8], deadline_ms: i64) -> (usize, u64) {
     // With a segment authority the tags are there: the worker's first allocation finds out.
     if settings::config().segments.authority.is_none() && !table::tag_exists(tag, deadline_ms) {
-        unknown_tag(tag, "It is not in the tag table.");
+        unknown_tag(tag, "It is not in the tag table.", Some(table::CREATE_TAG));
     }
     let database = unsafe { pg_sys::MyDatabaseId };
     let slots = slots();

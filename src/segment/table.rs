@@ -49,8 +49,16 @@ pub fn require_tag_table() -> pg_sys::Oid {
 /// Whether `tag` has a row that this transaction sees. Waits for a lock on the table until
 /// `deadline_ms` (monotonic), then raises 55P03.
 pub fn tag_exists(tag: &[u8], deadline_ms: i64) -> bool {
-    let what = || format!("segment tag \"{}\": the tag table is locked", display(tag));
-    with_row(TAG_TABLE, c"tag", tag, deadline_ms, &what, |_, _| ()).is_some()
+    with_row(TAG_TABLE, c"tag", tag, deadline_ms, &locked(tag), |_, _| ()).is_some()
+}
+
+/// Whether the tag's row is one this transaction inserted and has not committed.
+pub fn tag_inserted_here(tag: &[u8], deadline_ms: i64) -> bool {
+    tables::row_inserted_here(TAG_TABLE, c"tag", tag, deadline_ms, &locked(tag))
+}
+
+fn locked(tag: &[u8]) -> impl Fn() -> String + '_ {
+    move || format!("segment tag \"{}\": the tag table is locked", display(tag))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -258,13 +266,16 @@ pub fn check_tag_name(tag: &[u8]) {
     }
 }
 
+/// The hint for a tag that a call needs and that does not exist here.
+pub(super) const CREATE_TAG: &str = "Create it with segment_create(tag).";
+
 #[cold]
-pub(super) fn unknown_tag(tag: &[u8], detail: &str) -> ! {
+pub(super) fn unknown_tag(tag: &[u8], detail: &str, hint: Option<&str>) -> ! {
     errors::raise(
         PgSqlErrorCode::ERRCODE_UNDEFINED_OBJECT,
         format!("segment tag \"{}\" does not exist", display(tag)),
         Some(detail.into()),
-        Some("Create it with segment_create(tag)."),
+        hint,
     )
 }
 

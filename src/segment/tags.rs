@@ -53,6 +53,17 @@ fn segment_create(
         )
     }
     let table = table::require_tag_table();
+    // Why look first: a unique violation caught in the INSERT would leave the transaction aborted.
+    // Two sessions creating the same tag at once: the second gets 23505.
+    let deadline_ms = crate::clock::monotonic_millis() + crate::settings::config().segments.wait_timeout_ms as i64;
+    if table::tag_exists(tag, deadline_ms) {
+        errors::raise(
+            PgSqlErrorCode::ERRCODE_DUPLICATE_OBJECT,
+            format!("segment tag \"{}\" already exists", display(tag)),
+            None,
+            Some("Choose another tag, or drop this one first with segment_drop(tag) if no table uses its numbers."),
+        )
+    }
     let description = match description {
         Some(text) => tables::text_arg(text.0),
         None => pgrx::datum::DatumWithOid::null_oid(pg_sys::TEXTOID),
@@ -79,7 +90,7 @@ fn segment_drop(tag: Option<TextBytes>) {
     })
     .unwrap_or_else(|message| errors::raise(PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE, message, None, None));
     if !matches!(deleted, Ok(Some(true))) {
-        unknown_tag(tag.0, "It is not in the tag table.");
+        unknown_tag(tag.0, "It is not in the tag table.", None);
     }
 }
 

@@ -1,16 +1,24 @@
-//! The section cache in shared memory: sections, the sets they live in, taking and retiring them.
-//! The protocol is stated once, in `seq` (mod.rs).
+//! The section cache in shared memory: sections and their counter lines, the sets they live in,
+//! taking and retiring them, and where every part of the cache's memory lies. The protocol is
+//! stated once, in `seq` (mod.rs).
 
 use std::sync::atomic::{fence, AtomicBool, AtomicI64, AtomicU32, AtomicU64, AtomicU8, Ordering};
 
 use pgrx::pg_sys;
 
+use super::{databases, served, wanted};
 use crate::{clock, settings, shmem};
 
-/// The most keys a section holds: its counters take 2 KiB.
+/// The most keys a section holds.
 pub const MAX_SECTION_KEYS: usize = 256;
+/// Keys a counter line holds, beside the line's copy of the seqlock and of the prefetch point.
+pub(super) const LINE_KEYS: usize = 6;
+/// Counter lines a section has.
+const LINES: usize = MAX_SECTION_KEYS.div_ceil(LINE_KEYS);
 /// Sections a section may be cached in: its set (a set-associative cache, as CPUs have).
 const WAYS: usize = 8;
+/// Retire epochs: a database's is `epochs[database % EPOCHS]`.
+const EPOCHS: usize = 64;
 
 pub(super) const FREE: u32 = 0;
 /// Taken for a section whose persisted maximum the worker has not loaded yet: calls wait.
@@ -35,9 +43,22 @@ pub struct SectionId {
     pub section: i64,
 }
 
-/// One section of a space in shared memory: its durable limit and each key's counter. Why this
-/// order: what a call reads (the identity, `limit`, `raise_at`, `last_used`) fills the first
-/// 64-byte line, so a call touches that line and its key's counter's, no more.
+/// A 64-byte line of a section's counters, with what a call needs besides its counter: a call
+/// that knows its section's way and version (from the backend's `recent` map) reads this one line
+/// of shared memory, no other.
+#[repr(C, align(64))]
+pub struct Line {
+    /// The section's `version` as of the last change of what the section holds that went through
+    /// its lines (`Section::change`): a call's closing seqlock read.
+    pub(super) stamp: AtomicU64,
+    /// The section's `raise_at`: a number at most this is below `limit`, and needs no raise yet.
+    pub(super) raise_at: AtomicI64,
+    /// The last number taken for each key of the line (one past `limit` while a call waits).
+    pub(super) keys: [AtomicI64; LINE_KEYS],
+}
+
+/// One section of a space in shared memory: its identity, its durable limit and the worker's
+/// bookkeeping in the first lines, then each key's counter in the lines after.
 #[repr(C, align(64))]
 pub struct Section {
     /// Odd while the section changes what it holds (taken, loaded, retired); even otherwise.
@@ -50,38 +71,39 @@ pub struct Section {
     pub(super) section: AtomicI64,
     /// Every number up to `limit` is below the section's persisted `max_seq`: calls hand them out.
     pub(super) limit: AtomicI64,
-    /// A number above this asks the worker to raise the section (prefetch).
+    /// A number above this asks the worker to raise the section (prefetch). Each line has a copy.
     pub(super) raise_at: AtomicI64,
     /// The use clock (`Header::use_clock`) when a call last used the section: least recently used
     /// goes first.
     pub(super) last_used: AtomicU64,
-    /// A raise is wanted (prefetch reached, or a call waits).
-    pub(super) want_raise: AtomicBool,
     /// The persisted `max_seq` when the section was loaded: where its keys started.
     pub(super) base: AtomicI64,
     /// The last raise, and when it was published (monotonic ms): a raise used up fast doubles.
     pub(super) raise: AtomicI64,
     pub(super) raised_at_ms: AtomicI64,
-    /// Raises that failed in a row, when the worker may try again, when it last warned.
-    pub(super) failures: AtomicU32,
+    /// When the worker may try again after failed raises, when it last warned.
     pub(super) retry_at_ms: AtomicI64,
     pub(super) warned_at_ms: AtomicI64,
+    /// Raises that failed in a row.
+    pub(super) failures: AtomicU32,
     /// The space's name, for the worker (which raises the row of this name, id and size only).
     pub(super) space_len: AtomicU32,
     pub(super) space: [AtomicU8; MAX_SPACE_LEN],
-    /// The last number taken for each key of the section (one past `limit` while a call waits).
-    pub(super) keys: [AtomicI64; MAX_SECTION_KEYS],
+    /// A raise is wanted (prefetch reached, or a call waits); `wanted` has the section's mark.
+    pub(super) want_raise: AtomicBool,
+    pub(super) lines: [Line; LINES],
 }
 
 impl Section {
-    /// What the section holds, if it is not free and not changing, with the version it was read
+    /// What the section holds and its state, if it is not changing, with the version it was read
     /// under (a seqlock read).
     #[inline]
-    pub(super) fn read_id(&self) -> Option<(SectionId, u64)> {
+    pub(super) fn read_id(&self) -> Option<(SectionId, u32, u64)> {
         let version = self.version.load(Ordering::Acquire);
-        if version & 1 == 1 || self.state.load(Ordering::Acquire) == FREE {
+        if version & 1 == 1 {
             return None;
         }
+        let state = self.state.load(Ordering::Relaxed);
         let id = SectionId {
             database: self.database.load(Ordering::Relaxed),
             space_id: self.space_id.load(Ordering::Relaxed),
@@ -90,12 +112,41 @@ impl Section {
             section: self.section.load(Ordering::Relaxed),
         };
         fence(Ordering::Acquire);
-        (self.version.load(Ordering::Relaxed) == version).then_some((id, version))
+        (self.version.load(Ordering::Relaxed) == version && state != FREE).then_some((id, state, version))
     }
 
-    /// Changes what the section is, between two version bumps (odd while changing). Under the
-    /// exclusive lock.
+    /// The counter of the key at `index` in the section, and its line.
+    #[inline]
+    pub(super) fn counter(&self, index: usize) -> (&Line, &AtomicI64) {
+        let line = &self.lines[index / LINE_KEYS];
+        (line, &line.keys[index % LINE_KEYS])
+    }
+
+    /// Every key's counter.
+    pub(super) fn keys(&self) -> impl Iterator<Item = &AtomicI64> {
+        self.lines.iter().flat_map(|line| line.keys.iter())
+    }
+
+    /// Changes what the section is, between two version bumps (odd while changing), which every
+    /// line's stamp follows. Under the exclusive lock.
     pub(super) fn change(&self, f: impl FnOnce()) {
+        let odd = self.version.fetch_add(1, Ordering::AcqRel) + 1;
+        for line in &self.lines {
+            line.stamp.store(odd, Ordering::Relaxed);
+        }
+        fence(Ordering::Release);
+        f();
+        for line in &self.lines {
+            line.stamp.store(odd + 1, Ordering::Release);
+        }
+        self.version.store(odd + 1, Ordering::Release);
+    }
+
+    /// Changes the section's header only (retiring it: 40 lines fewer to write): its lines keep
+    /// their stamps, so a call that knew the section by way and version could still use them — the
+    /// database's retire epoch, moved on after this, sends such calls to the header instead. Under
+    /// the exclusive lock.
+    fn change_header(&self, f: impl FnOnce()) {
         self.version.fetch_add(1, Ordering::AcqRel);
         fence(Ordering::Release);
         f();
@@ -108,28 +159,13 @@ impl Section {
         self.space[..len].iter().map(|b| b.load(Ordering::Relaxed)).collect()
     }
 
-    /// Numbers handed out (or taken by waiting calls) since the section was loaded.
-    pub(super) fn served(&self) -> u64 {
-        if self.state.load(Ordering::Acquire) != READY {
-            return 0;
+    /// Sets the prefetch point, in the header and in every line. After `limit`: a call that finds
+    /// its number at most a line's copy finds it below a limit already published.
+    pub(super) fn set_raise_at(&self, raise_at: i64) {
+        self.raise_at.store(raise_at, Ordering::Release);
+        for line in &self.lines {
+            line.raise_at.store(raise_at, Ordering::Release);
         }
-        let base = self.base.load(Ordering::Relaxed);
-        self.keys
-            .iter()
-            .map(|k| k.load(Ordering::Relaxed).saturating_sub(base).max(0) as u64)
-            .sum()
-    }
-
-    /// Marks the section as to be loaded by the worker (in `change`).
-    fn load(&self) {
-        self.limit.store(-1, Ordering::Relaxed);
-        self.raise.store(0, Ordering::Relaxed);
-        // While LOADING, `raised_at_ms` is when the section was taken (see `find_or_take`).
-        self.raised_at_ms.store(clock::monotonic_millis(), Ordering::Relaxed);
-        self.failures.store(0, Ordering::Relaxed);
-        self.retry_at_ms.store(0, Ordering::Relaxed);
-        self.want_raise.store(true, Ordering::Release);
-        self.state.store(LOADING, Ordering::Release);
     }
 
     /// Records that a call used the section now (a write only when the use clock moved on).
@@ -139,66 +175,155 @@ impl Section {
             self.last_used.store(now, Ordering::Relaxed);
         }
     }
+
+    /// Marks the section as to be loaded by the worker (in `change`).
+    fn load(&self, way: usize) {
+        self.limit.store(-1, Ordering::Relaxed);
+        self.set_raise_at(-1);
+        self.raise.store(0, Ordering::Relaxed);
+        // While LOADING, `raised_at_ms` is when the section was taken (see `find_or_take`).
+        self.raised_at_ms.store(clock::monotonic_millis(), Ordering::Relaxed);
+        self.failures.store(0, Ordering::Relaxed);
+        self.retry_at_ms.store(0, Ordering::Relaxed);
+        self.state.store(LOADING, Ordering::Release);
+        self.want_raise.store(true, Ordering::Release);
+        wanted::mark(way);
+    }
 }
 
 /// The counters of the whole cache, before the sections.
 #[repr(C, align(64))]
 pub struct Header {
-    /// Moves on at every take and every worker round: the clock of `last_used`.
+    /// Moves on at every take and once a second (the worker): the clock of `last_used`.
     pub(super) use_clock: AtomicU64,
     pub(super) loads: AtomicU64,
     pub(super) raises: AtomicU64,
     pub(super) evictions: AtomicU64,
     pub(super) waits: AtomicU64,
-    /// Numbers served by sections since evicted or retired.
-    pub(super) served_before: AtomicU64,
+    /// Moved on by every retire of a database whose OID is its index modulo `EPOCHS`, after the
+    /// database's sections were retired: a backend's `recent` map of sections is valid only with
+    /// the epoch it was filled under. On lines of their own: read by every call.
+    epochs: [shmem::CacheLine<AtomicU64>; EPOCHS],
 }
 
-/// Where the cache starts: after the segment slots, on a cache line. Found once per process (the
-/// hot path asks on every call).
+/// Where each part of the cache lies in its area, in bytes from the area's start.
+struct Layout {
+    sections: usize,
+    tags: usize,
+    databases: usize,
+    wanted: usize,
+    served: usize,
+    size: usize,
+}
+
+impl Layout {
+    fn of(count: usize, backends: usize) -> Layout {
+        let mut at = 0;
+        let mut place = |bytes: usize| {
+            let start = at;
+            at = (at + bytes).next_multiple_of(64);
+            start
+        };
+        place(std::mem::size_of::<Header>());
+        let sections = place(count * std::mem::size_of::<Section>());
+        let (sets, columns) = shape(count);
+        let tags = place(sets * columns * std::mem::size_of::<AtomicU64>());
+        let databases = place(databases::size(count));
+        let wanted = place(wanted::size(count));
+        let served = place(served::size(backends));
+        // The area starts after the segment slots, rounded up to a line.
+        Layout { sections, tags, databases, wanted, served, size: at + 64 }
+    }
+}
+
+/// Processes that may call: `MaxBackends` (the auxiliary processes, which never call, after them).
+pub(super) fn backends() -> usize {
+    // SAFETY: set before shared memory is sized, and never changed after.
+    usize::try_from(unsafe { pg_sys::MaxBackends }).unwrap_or(0)
+}
+
+/// The layout and where the cache starts (after the segment slots, on a cache line). Found once
+/// per process (the hot path asks on every call).
 #[inline]
-fn area() -> *mut u8 {
-    static AREA: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *AREA.get_or_init(|| {
+fn layout() -> &'static (Layout, usize) {
+    static LAYOUT: std::sync::OnceLock<(Layout, usize)> = std::sync::OnceLock::new();
+    LAYOUT.get_or_init(|| {
         let offset = crate::segment::slots_size().next_multiple_of(64);
         // SAFETY: the area holds the slots, then `cache_size()` bytes (see lib.rs).
-        unsafe { shmem::area().add(offset) as usize }
-    }) as *mut u8
+        let start = unsafe { shmem::area().add(offset) as usize };
+        (Layout::of(settings::config().segments.seq_cache_sections, backends()), start)
+    })
 }
 
 /// Bytes of shared memory the cache takes after the segment slots (with their alignment).
 pub fn cache_size() -> usize {
-    64 + std::mem::size_of::<Header>() + settings::config().segments.seq_cache_sections * (std::mem::size_of::<Section>() + std::mem::size_of::<AtomicU64>())
+    Layout::of(settings::config().segments.seq_cache_sections, backends()).size
+}
+
+/// A part of the cache's area (zeroed with the shared memory), `offset` bytes from its start.
+fn part<T>(offset: impl FnOnce(&Layout) -> usize) -> *const T {
+    let (layout, start) = layout();
+    (start + offset(layout)) as *const T
+}
+
+/// Part offsets, for the modules that own each part.
+pub(super) fn databases_part<T>() -> *const T {
+    part(|l| l.databases)
+}
+pub(super) fn wanted_part<T>() -> *const T {
+    part(|l| l.wanted)
+}
+pub(super) fn served_part<T>() -> *const T {
+    part(|l| l.served)
 }
 
 pub(super) fn header() -> &'static Header {
     // SAFETY: the cache area starts with the header (zeroed with the shared memory).
-    unsafe { &*area().cast::<Header>() }
+    unsafe { &*part::<Header>(|_| 0) }
 }
 
-/// The cached sections, `pg_idgen.seq_cache_sections` of them. A new shared memory is zeroed
-/// (`shmem`): every section free, every counter 0.
+/// The retire epoch of `database` (see `Header::epochs`).
+pub(super) fn epoch_of(database: u32) -> &'static AtomicU64 {
+    &header().epochs[database as usize % EPOCHS]
+}
+
+/// The number of cached sections, `pg_idgen.seq_cache_sections`.
+pub(super) fn count() -> usize {
+    settings::config().segments.seq_cache_sections
+}
+
+/// The cached sections. A new shared memory is zeroed (`shmem`): every section free, every
+/// counter 0.
 pub(super) fn sections() -> &'static [Section] {
-    // SAFETY: the area holds the header, then `seq_cache_sections` sections, zeroed before any
-    // process could attach (all-zero is a free section).
-    unsafe {
-        std::slice::from_raw_parts(
-            area().add(std::mem::size_of::<Header>()).cast::<Section>(),
-            settings::config().segments.seq_cache_sections,
-        )
-    }
+    // SAFETY: the area holds `count()` sections there, zeroed before any process could attach
+    // (all-zero is a free section).
+    unsafe { std::slice::from_raw_parts(part::<Section>(|l| l.sections), count()) }
 }
 
-/// Each section's tag (`tag_of` of what it holds, 0 when free), after the sections: a set's tags
-/// share a cache line or two, so a lookup reads them, then the one section whose tag matches,
-/// instead of the first line of each of 8 sections 2 KiB apart (for keys that are not in the
-/// processor's cache, that was most of a call's time). A tag is a hint: the section's own identity,
-/// read under its seqlock, decides; tags change under the exclusive lock only.
+/// The cache's sets, and the most sections a set has. Why the sections of a set lie `sets` apart
+/// (section `i` is in set `i % sets`): consecutive sections of a space go to consecutive sets, and
+/// so, in the same way of each, to consecutive places in memory: a dense run of keys takes as many
+/// pages as its sections fill, not a section's worth of each set of a cache larger than it (the
+/// processor's address translations, few, are what a call over many keys runs out of first).
+fn shape(count: usize) -> (usize, usize) {
+    let sets = (count / WAYS).max(1);
+    (sets, count.div_ceil(sets))
+}
+
+/// Each section's tag (`tag_of` of what it holds, 0 when free), a set's side by side: a lookup
+/// reads its set's tags (a cache line or two), then the one section whose tag matches. A tag is a
+/// hint: the section's own identity, read under its seqlock, decides; tags change under the
+/// exclusive lock.
 fn tags() -> &'static [AtomicU64] {
-    let count = settings::config().segments.seq_cache_sections;
-    // SAFETY: the area holds the header, the sections, then one tag per section, zeroed with the
-    // shared memory (0: no section).
-    unsafe { std::slice::from_raw_parts(area().add(std::mem::size_of::<Header>() + count * std::mem::size_of::<Section>()).cast::<AtomicU64>(), count) }
+    let (sets, columns) = shape(count());
+    // SAFETY: `sets * columns` tags there, zeroed with the shared memory (0: no section).
+    unsafe { std::slice::from_raw_parts(part::<AtomicU64>(|l| l.tags), sets * columns) }
+}
+
+/// Where section `way`'s tag is.
+fn tag_of_way(way: usize) -> &'static AtomicU64 {
+    let (sets, columns) = shape(count());
+    &tags()[way % sets * columns + way / sets]
 }
 
 /// A section's tag: never 0.
@@ -206,12 +331,14 @@ fn tag_of(id: SectionId) -> u64 {
     splitmix64((u64::from(id.database) << 32 | u64::from(id.space_id)) ^ id.space_hash.rotate_left(17) ^ u64::from(id.section_keys) ^ (id.section as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)) | 1
 }
 
-/// The indexes of the sections a section may live in: its set.
-fn set_range(id: SectionId) -> std::ops::Range<usize> {
-    let count = settings::config().segments.seq_cache_sections;
-    let sets = (count / WAYS).max(1);
+/// The sections section `id` may live in (its set), each with its tag.
+#[inline]
+fn set_of(id: SectionId) -> impl Iterator<Item = (usize, &'static AtomicU64)> {
+    let count = count();
+    let (sets, columns) = shape(count);
     let set = set_index(id, sets);
-    set * count / sets..(set + 1) * count / sets
+    let tags = &tags()[set * columns..(set + 1) * columns];
+    tags.iter().enumerate().map(move |(column, tag)| (column * sets + set, tag)).take_while(move |&(way, _)| way < count)
 }
 
 /// Which of `sets` sets section `id` lives in. A run of `sets` consecutive sections of a space
@@ -224,7 +351,7 @@ fn set_index(id: SectionId, sets: usize) -> usize {
     let sets = sets as i64;
     let (run, place) = (id.section.div_euclid(sets), id.section.rem_euclid(sets));
     let start = splitmix64((u64::from(id.database) << 32 | u64::from(id.space_id)) ^ id.space_hash ^ u64::from(id.section_keys) ^ (run as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)) % sets as u64;
-    // start + place < 2 × sets: a subtraction where a second modulo would divide (the hot path).
+    // start + place < 2 × sets: a subtraction where a second modulo would divide.
     let set = start + place as u64;
     (if set >= sets as u64 { set - sets as u64 } else { set }) as usize
 }
@@ -247,24 +374,38 @@ pub(super) fn splitmix64(mut z: u64) -> u64 {
     z ^ (z >> 31)
 }
 
-/// The cached section `id` and the version it was found under, lock-free.
+/// A section found: its way (index in the cache), its state and the version it was found under.
+#[derive(Clone, Copy)]
+pub(super) struct Found {
+    pub way: usize,
+    pub state: u32,
+    pub version: u64,
+}
+
+impl Found {
+    pub(super) fn section(self) -> &'static Section {
+        &sections()[self.way]
+    }
+}
+
+/// The cached section `id`, lock-free.
 #[inline]
-pub(super) fn find(id: SectionId) -> Option<(&'static Section, u64)> {
-    let (all, tags, tag) = (sections(), tags(), tag_of(id));
-    set_range(id).filter(|&i| tags[i].load(Ordering::Relaxed) == tag).find_map(|i| match all[i].read_id() {
-        Some((held, version)) if held == id => Some((&all[i], version)),
+pub(super) fn find(id: SectionId) -> Option<Found> {
+    let (all, tag) = (sections(), tag_of(id));
+    set_of(id).filter(|(_, t)| t.load(Ordering::Relaxed) == tag).find_map(|(way, _)| match all[way].read_id() {
+        Some((held, state, version)) if held == id => Some(Found { way, state, version }),
         _ => None,
     })
 }
 
 /// Finds section `id`, or takes the least recently used section of its set for it (LOADING: the
-/// worker is to load it). Returns it and its version; None when every section of the set is
-/// being loaded, and none for longer than `pg_idgen.segment_wait_timeout`: evicting one of those
-/// would only make its caller take another, and calls could chase each other out of the set
-/// without end (the caller waits for a load to end instead). A load that lasted longer than its
-/// callers wait (its database's worker cannot start, its row stays locked) may be evicted: it
-/// must not hold a way of the cache for good.
-pub(super) fn find_or_take(id: SectionId, space: &[u8]) -> Option<(&'static Section, u64)> {
+/// worker is to load it). None when every section of the set is being loaded, and none for
+/// longer than `pg_idgen.segment_wait_timeout`: evicting one of those would only make its caller
+/// take another, and calls could chase each other out of the set without end (the caller waits
+/// for a load to end instead). A load that lasted longer than its callers wait (its database's
+/// worker cannot start, its row stays locked) may be evicted: it must not hold a way of the cache
+/// for good.
+pub(super) fn find_or_take(id: SectionId, space: &[u8]) -> Option<Found> {
     let _lock = SeqLock::exclusive();
     if let Some(found) = find(id) {
         return Some(found);
@@ -274,17 +415,21 @@ pub(super) fn find_or_take(id: SectionId, space: &[u8]) -> Option<(&'static Sect
     // A free or dropped section first, then the least recently used.
     let stale_ms = clock::monotonic_millis() - settings::config().segments.wait_timeout_ms as i64;
     let all = sections();
-    let index = set_range(id)
+    let way = set_of(id)
+        .map(|(way, _)| way)
         .filter(|&i| all[i].state.load(Ordering::Acquire) != LOADING || all[i].raised_at_ms.load(Ordering::Relaxed) < stale_ms)
         .min_by_key(|&i| match all[i].state.load(Ordering::Acquire) {
             FREE | DROPPED => (0, 0),
             READY => (1, all[i].last_used.load(Ordering::Relaxed)),
             _ => (2, all[i].last_used.load(Ordering::Relaxed)),
         })?;
-    let victim = &all[index];
-    if victim.state.load(Ordering::Acquire) == READY {
+    let victim = &all[way];
+    let old_state = victim.state.load(Ordering::Acquire);
+    if old_state == READY {
         header.evictions.fetch_add(1, Ordering::Relaxed);
-        header.served_before.fetch_add(victim.served(), Ordering::Relaxed);
+    }
+    if old_state != FREE {
+        databases::leave(way, victim.database.load(Ordering::Relaxed), old_state);
     }
     victim.change(|| {
         victim.database.store(id.database, Ordering::Relaxed);
@@ -297,45 +442,57 @@ pub(super) fn find_or_take(id: SectionId, space: &[u8]) -> Option<(&'static Sect
         }
         victim.space_len.store(space.len().min(MAX_SPACE_LEN) as u32, Ordering::Relaxed);
         victim.last_used.store(now, Ordering::Relaxed);
-        tags()[index].store(tag_of(id), Ordering::Relaxed);
-        victim.load();
+        tag_of_way(way).store(tag_of(id), Ordering::Relaxed);
+        victim.load(way);
     });
-    Some((victim, victim.version.load(Ordering::Acquire)))
+    databases::join(way, id.database, LOADING);
+    Some(Found { way, state: LOADING, version: victim.version.load(Ordering::Acquire) })
 }
 
 /// Takes a section the worker found no space for (DROPPED) again for `id`: the space may have
-/// been committed since. Returns the section holding `id` and its version, or None as
-/// `find_or_take`.
-pub(super) fn retake(section: &'static Section, version: u64, id: SectionId, space: &[u8]) -> Option<(&'static Section, u64)> {
+/// been committed since. Returns the section holding `id`, or None as `find_or_take`.
+pub(super) fn retake(found: Found, id: SectionId, space: &[u8]) -> Option<Found> {
     {
         let _lock = SeqLock::exclusive();
-        if section.version.load(Ordering::Acquire) == version && section.state.load(Ordering::Acquire) == DROPPED {
-            section.change(|| section.load());
-            return Some((section, section.version.load(Ordering::Acquire)));
+        let section = found.section();
+        if section.version.load(Ordering::Acquire) == found.version && section.state.load(Ordering::Acquire) == DROPPED {
+            section.change(|| section.load(found.way));
+            databases::moved(id.database, DROPPED, LOADING);
+            return Some(Found { way: found.way, state: LOADING, version: section.version.load(Ordering::Acquire) });
         }
     }
     find_or_take(id, space)
 }
 
+/// Changes a section's state (publishing a load, or finding its space gone), under the exclusive
+/// lock: the section's database counts it under its new state.
+pub(super) fn set_state(section: &Section, state: u32) {
+    databases::moved(section.database.load(Ordering::Relaxed), section.state.load(Ordering::Relaxed), state);
+    section.state.store(state, Ordering::Release);
+}
+
 /// Retires every cached section of a database: its next call loads it again, from the table.
 /// Called when rows of the space or section tables change or go, the tables are dropped, or the
-/// database is dropped or created.
+/// database is dropped or created. Takes what the database has cached, not the whole cache.
 pub fn retire_database(database: pg_sys::Oid) {
     if !shmem::is_attached() {
         return; // not preloaded: nothing is cached
     }
+    let database = database.to_u32();
     {
         let _lock = SeqLock::exclusive();
-        let header = header();
-        for (section, tag) in sections().iter().zip(tags()) {
-            if section.state.load(Ordering::Acquire) != FREE && section.database.load(Ordering::Acquire) == database.to_u32() {
-                header.served_before.fetch_add(section.served(), Ordering::Relaxed);
-                section.change(|| {
-                    tag.store(0, Ordering::Relaxed);
-                    section.state.store(FREE, Ordering::Release);
-                });
-            }
+        let all = sections();
+        for way in databases::sections_of(database) {
+            let section = &all[way];
+            databases::leave(way, database, section.state.load(Ordering::Relaxed));
+            section.change_header(|| {
+                tag_of_way(way).store(0, Ordering::Relaxed);
+                section.state.store(FREE, Ordering::Release);
+            });
         }
+        // After the sections: a call that sees the new epoch finds none of them in its map, and
+        // none ready in the cache.
+        epoch_of(database).fetch_add(1, Ordering::AcqRel);
     }
     // SAFETY: the condition variable lives in shared memory.
     unsafe { pg_sys::ConditionVariableBroadcast(shmem::shared().segment_loaded()) };
@@ -398,11 +555,41 @@ mod tests {
         assert!(used > 550, "{used} sets used of {sets}");
     }
 
-    /// Claim: a cached section takes 2,240 bytes of shared memory, as docs/sequences.md says
-    /// (its header, 256 counters, on 64-byte lines).
+    /// Claim: whatever the cache's size, every section belongs to exactly one set, every set has at
+    /// least WAYS sections (or all of them, in a cache of fewer), each section's tag has a place of
+    /// its own, and the sections of one way of consecutive sets are consecutive in memory.
+    #[test]
+    fn every_section_has_one_set_and_one_tag() {
+        for count in [1, 7, 8, 15, 16, 17, 1000, 1024, 1031, 65536] {
+            let (sets, columns) = super::shape(count);
+            let mut set_of = vec![None; count];
+            let mut tag_places = std::collections::HashSet::new();
+            for set in 0..sets {
+                let members: Vec<usize> = (0..columns).map(|c| c * sets + set).take_while(|&w| w < count).collect();
+                assert!(members.len() >= WAYS.min(count), "{count} sections: set {set} has {}", members.len());
+                for (column, &way) in members.iter().enumerate() {
+                    assert_eq!(set_of[way].replace(set), None, "{count} sections: section {way} in two sets");
+                    let place = way % sets * columns + way / sets;
+                    assert_eq!(place, set * columns + column, "{count} sections: section {way}'s tag");
+                    assert!(place < sets * columns && tag_places.insert(place));
+                }
+                if set + 1 < sets {
+                    assert_eq!(members[0] + 1, set + 1, "way 0 of consecutive sets is consecutive");
+                }
+            }
+            assert!(set_of.iter().all(Option::is_some), "{count} sections: each in a set");
+        }
+    }
+
+    /// Claim: a cached section takes 2,944 bytes of shared memory, as docs/sequences.md says (a
+    /// header of 192 bytes, then 43 lines of 6 counters, on 64-byte lines), and a key's counter
+    /// shares its line with the line's stamp and prefetch point, whichever key it is.
     #[test]
     fn a_section_takes_the_memory_the_manual_says() {
-        assert_eq!(std::mem::size_of::<super::Section>(), 2240);
+        assert_eq!(std::mem::size_of::<super::Line>(), 64);
+        assert_eq!(std::mem::size_of::<super::Section>(), 2944);
         assert_eq!(std::mem::align_of::<super::Section>(), 64);
+        assert_eq!(std::mem::offset_of!(super::Section, lines), 192);
+        assert!(super::LINES * super::LINE_KEYS >= super::MAX_SECTION_KEYS);
     }
 }

@@ -1,5 +1,6 @@
-//! The hot path: `seq_next()` finds its key's section in the cache without a lock and takes the
-//! key's next number with one `fetch_add`; only a section not cached, or a key at its section's
+//! The hot path: `seq_next()` finds its key's section in the backend's map of sections it used
+//! (`recent`), or in the cache without a lock, and takes the key's next number with one
+//! `fetch_add` on the key's counter line; only a section not cached, or a key at its section's
 //! limit, takes the slow path (the worker loads or raises it, the call waits).
 
 use std::cell::RefCell;
@@ -9,19 +10,26 @@ use std::sync::atomic::{fence, Ordering};
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 
-use super::cache::{self, hash_bytes, header, Section, SectionId, DROPPED, LOADING, READY};
-use super::spaces::{check_space_name, space_row, unknown_space, Space};
+use super::cache::{self, hash_bytes, header, sections, Section, SectionId, DROPPED, LOADING, READY};
+use super::recent::Recent;
+use super::spaces::{check_space_name, space_inserted_here, space_row, unknown_space, Space, CREATE_SPACE};
+use super::{served, wanted};
 use crate::tables::{display, TextBytes};
 use crate::segment::worker;
 use crate::{clock, errors, settings, shmem};
 
 thread_local! {
-    /// This backend's spaces, by name, as its last lookup found them. A stale entry only costs a
-    /// miss (`SectionId` carries the name's hash and the section size besides the id, so the
-    /// sections of another space are never found with it), after which the row is read again.
-    static SPACES: RefCell<HashMap<Vec<u8>, Space>> = RefCell::new(HashMap::new());
+    /// This backend's spaces, by name, as its last lookup found them, each with this backend's
+    /// number for that row (`recent` knows sections by it). A stale entry only costs a miss
+    /// (`SectionId` carries the name's hash and the section size besides the id, so the sections
+    /// of another space are never found with it), after which the row is read again.
+    static SPACES: RefCell<HashMap<Vec<u8>, (Space, u32)>> = RefCell::new(HashMap::new());
     /// The last space used, checked first: comparing bytes is cheaper than hashing them.
-    static LAST: RefCell<Option<(Vec<u8>, Space)>> = const { RefCell::new(None) };
+    static LAST: RefCell<Option<(Vec<u8>, Space, u32)>> = const { RefCell::new(None) };
+    /// The last number given to a space row.
+    static SPACE_NUMBERS: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+    /// The sections this backend used.
+    static RECENT: RefCell<Recent> = const { RefCell::new(Recent::new()) };
 }
 
 #[pg_extern(volatile, parallel_safe)]
@@ -101,155 +109,227 @@ impl Deadline {
 pub(super) fn next(space: &[u8], key: i64) -> i64 {
     let mut deadline = Deadline::new();
     loop {
-        let (section, index, version) = ready_section(space, key, "seq_next()", &mut deadline);
-        let previous = section.keys[index].fetch_add(1, Ordering::AcqRel);
-        let limit = section.limit.load(Ordering::Acquire);
+        let ready = ready_section(space, key, "seq_next()", &mut deadline);
+        let (line, counter) = ready.section.counter(ready.index);
+        let previous = counter.fetch_add(1, Ordering::AcqRel);
+        let raise_at = line.raise_at.load(Ordering::Acquire);
         // The closing read of the seqlock: the section still holds this key, so the number and
-        // the limit are the key's. Otherwise the number taken is a gap, and the call starts over.
+        // the prefetch point are the key's. Otherwise the number taken is a gap, and the call
+        // starts over.
         fence(Ordering::Acquire);
-        if section.version.load(Ordering::Relaxed) == version {
+        if line.stamp.load(Ordering::Relaxed) == ready.version {
             // Why below bigint's end: at it, the counter wraps to a negative number.
             if !(0..i64::MAX).contains(&previous) {
                 exhausted(space, key);
             }
             let number = previous + 1;
-            if number <= limit {
-                if number > section.raise_at.load(Ordering::Relaxed) && !section.want_raise.load(Ordering::Relaxed) {
-                    ask_for_raise(section);
-                }
-                return number;
-            }
-            // The number is this call's, but not durable yet: wait for the worker to raise.
-            if wait_for_limit(section, version, number, space, &mut deadline) {
+            // At most the prefetch point: below a limit published before it.
+            if number <= raise_at || past_prefetch_point(&ready, number, space, &mut deadline) {
+                served::add_one(ready.served.0, ready.served.1);
                 return number;
             }
         }
+        ready.forget();
         pgrx::check_for_interrupts!();
     }
+}
+
+/// A number past its section's prefetch point: the section's `limit` decides whether it can be
+/// handed out now (and a raise is asked for), or after the worker raised the section (the call
+/// waits). False when the section changed meanwhile: the number is a gap.
+fn past_prefetch_point(ready: &Ready, number: i64, space: &[u8], deadline: &mut Deadline) -> bool {
+    let section = ready.section;
+    let limit = section.limit.load(Ordering::Acquire);
+    fence(Ordering::Acquire);
+    if section.version.load(Ordering::Relaxed) != ready.version {
+        return false;
+    }
+    if number <= limit {
+        if !section.want_raise.load(Ordering::Relaxed) {
+            ask_for_raise(section, ready.way);
+        }
+        return true;
+    }
+    // The number is this call's, but not durable yet: wait for the worker to raise.
+    wait_for_limit(ready, number, space, deadline)
 }
 
 fn current(space: &[u8], key: i64) -> i64 {
     let mut deadline = Deadline::new();
     loop {
-        let (section, index, version) = ready_section(space, key, "seq_current()", &mut deadline);
-        let number = section.keys[index].load(Ordering::Acquire);
-        let limit = section.limit.load(Ordering::Acquire);
+        let ready = ready_section(space, key, "seq_current()", &mut deadline);
+        let (line, counter) = ready.section.counter(ready.index);
+        let number = counter.load(Ordering::Acquire);
+        let limit = ready.section.limit.load(Ordering::Acquire);
         fence(Ordering::Acquire);
-        if section.version.load(Ordering::Relaxed) == version {
+        if line.stamp.load(Ordering::Relaxed) == ready.version && ready.section.version.load(Ordering::Relaxed) == ready.version {
             // A counter past the limit holds numbers that waiting calls took but have not handed
             // out; one that wrapped at bigint's end handed out bigint's last number.
             return if number < 0 { i64::MAX } else { number.min(limit) };
         }
+        ready.forget();
         pgrx::check_for_interrupts!();
     }
 }
 
-/// The loaded section of `key`, its version, and the key's place in it: from the cache, or
+/// A key's section, ready: the section, its way in the cache, the version it was found ready
+/// under, the key's index in it, this process's counter of numbers handed out, and how `recent`
+/// knows it (the space's number, the section).
+struct Ready {
+    section: &'static Section,
+    way: usize,
+    version: u64,
+    index: usize,
+    served: (&'static std::sync::atomic::AtomicU64, bool),
+    remembered: (u32, i64),
+}
+
+impl Ready {
+    /// The section changed since it was found: this backend forgets where it was, so that the
+    /// call looks for it again.
+    #[cold]
+    fn forget(&self) {
+        RECENT.with_borrow_mut(|recent| recent.forget(self.remembered.0, self.remembered.1));
+    }
+}
+
+/// The loaded section of `key`: from this backend's map of sections it used, from the cache, or
 /// loaded by the worker while the call waits.
 #[inline]
-fn ready_section(space: &[u8], key: i64, function: &str, deadline: &mut Deadline) -> (&'static Section, usize, u64) {
+fn ready_section(space: &[u8], key: i64, function: &str, deadline: &mut Deadline) -> Ready {
     shmem::shared();
     errors::refuse_during_recovery(function);
     // SAFETY: this backend's database.
     let database = unsafe { pg_sys::MyDatabaseId }.to_u32();
-    if let Some(info) = cached_space(space) {
-        let (id, index) = section_of(database, info, key);
-        if let Some((section, version)) = cache::find(id) {
-            if section.state.load(Ordering::Acquire) == READY {
-                section.touch(header().use_clock.load(Ordering::Relaxed));
-                return (section, index, version);
-            }
-        }
+    let (found, served) = RECENT.with_borrow_mut(|recent| {
+        let served = recent.start_call(database);
+        let found = cached_space(space).and_then(|(info, number)| {
+            let (section, index) = split(key, info.section_keys);
+            let (way, version) = recent.find(number, section).or_else(|| {
+                let found = cache::find(section_id(database, info, section)).filter(|f| f.state == READY)?;
+                found.section().touch(header().use_clock.load(Ordering::Relaxed));
+                recent.remember(number, section, found.way, found.version);
+                Some((found.way, found.version))
+            })?;
+            Some((way, version, index, (number, section)))
+        });
+        (found, served)
+    });
+    match found {
+        Some((way, version, index, remembered)) => Ready { section: &sections()[way], way, version, index, served, remembered },
+        None => load_section(space, key, database, deadline, served),
     }
-    load_section(space, key, database, deadline)
 }
 
 #[inline]
-fn section_of(database: u32, info: Space, key: i64) -> (SectionId, usize) {
-    let (section, index) = split(key, info.section_keys);
-    (SectionId { database, space_id: info.id, section_keys: info.section_keys, space_hash: info.hash, section }, index)
+fn section_id(database: u32, info: Space, section: i64) -> SectionId {
+    SectionId { database, space_id: info.id, section_keys: info.section_keys, space_hash: info.hash, section }
 }
 
-/// The space's id and section size as this backend last found them.
+/// The space's id and section size as this backend last found them, and its number for them.
 #[inline]
-fn cached_space(space: &[u8]) -> Option<Space> {
-    let hit = LAST.with(|last| last.borrow().as_ref().and_then(|(name, info)| (name == space).then_some(*info)));
+fn cached_space(space: &[u8]) -> Option<(Space, u32)> {
+    let hit = LAST.with(|last| last.borrow().as_ref().and_then(|(name, info, number)| (name == space).then_some((*info, *number))));
     hit.or_else(|| {
         let found = SPACES.with(|spaces| spaces.borrow().get(space).copied())?;
-        LAST.with(|last| *last.borrow_mut() = Some((space.to_vec(), found)));
+        LAST.with(|last| *last.borrow_mut() = Some((space.to_vec(), found.0, found.1)));
         Some(found)
     })
 }
 
-fn remember(space: &[u8], info: Option<Space>) {
+/// Records the space's row as a lookup found it (None: no such space), and returns this backend's
+/// number for it: the number it had, if the row is the same, or a new one.
+fn remember(space: &[u8], info: Option<Space>) -> u32 {
+    let known = SPACES.with(|spaces| spaces.borrow().get(space).copied());
+    let number = match (info, known) {
+        (Some(info), Some((was, number))) if was == info => number,
+        (Some(_), _) => {
+            let number = SPACE_NUMBERS.get() + 1;
+            SPACE_NUMBERS.set(number);
+            number
+        }
+        (None, _) => 0,
+    };
     SPACES.with(|spaces| match info {
-        Some(info) => spaces.borrow_mut().insert(space.to_vec(), info),
+        Some(info) => spaces.borrow_mut().insert(space.to_vec(), (info, number)),
         None => spaces.borrow_mut().remove(space),
     });
-    LAST.with(|last| *last.borrow_mut() = info.map(|info| (space.to_vec(), info)));
+    LAST.with(|last| *last.borrow_mut() = info.map(|info| (space.to_vec(), info, number)));
+    number
 }
 
 /// The slow path of a lookup: reads the space's row, takes a section for the key if none holds
 /// it, and waits for the worker to load it.
 #[cold]
-fn load_section(space: &[u8], key: i64, database: u32, deadline: &mut Deadline) -> (&'static Section, usize, u64) {
+fn load_section(space: &[u8], key: i64, database: u32, deadline: &mut Deadline, served: (&'static std::sync::atomic::AtomicU64, bool)) -> Ready {
     check_space_name(space);
     let mut retook = false;
     loop {
         pgrx::check_for_interrupts!();
         let info = space_row(space, deadline.ms());
-        remember(space, info);
-        let Some(info) = info else { unknown_space(space, "It is not in seq_space.") };
-        let (id, index) = section_of(database, info, key);
+        let number = remember(space, info);
+        let Some(info) = info else { unknown_space(space, "It is not in seq_space.", Some(CREATE_SPACE)) };
+        let (section, index) = split(key, info.section_keys);
+        let id = section_id(database, info, section);
         let taken = match cache::find(id) {
-            Some((section, version)) if section.state.load(Ordering::Acquire) == DROPPED => {
+            Some(found) if found.state == DROPPED => {
                 // The worker found no such space: the row this call sees was not committed
                 // then. Once more (it may be now), then the call gives up.
                 if retook {
+                    if space_inserted_here(space, deadline.ms()) {
+                        errors::created_in_this_transaction(format!("sequence space \"{}\"", display(space)));
+                    }
                     unknown_space(
                         space,
                         "The worker does not find it in seq_space: it was dropped, or it was created in a transaction that has not committed yet.",
+                        Some(CREATE_SPACE),
                     );
                 }
                 retook = true;
-                cache::retake(section, version, id, space)
+                cache::retake(found, id, space)
             }
             Some(found) => Some(found),
             None => cache::find_or_take(id, space),
         };
-        let Some((section, version)) = taken else {
+        let Some(found) = taken else {
             // Every section of the set is being loaded: wait for one load to end.
             wait_until(None, deadline, space, || false);
             continue;
         };
+        let section = found.section();
         match section.state.load(Ordering::Acquire) {
-            READY if section.version.load(Ordering::Acquire) == version => return (section, index, version),
-            LOADING => wait_until(Some((section, version)), deadline, space, || section.state.load(Ordering::Acquire) != LOADING),
+            READY if section.version.load(Ordering::Acquire) == found.version => {
+                RECENT.with_borrow_mut(|recent| recent.remember(number, id.section, found.way, found.version));
+                return Ready { section, way: found.way, version: found.version, index, served, remembered: (number, id.section) };
+            }
+            LOADING => wait_until(Some((section, found.way, found.version)), deadline, space, || section.state.load(Ordering::Acquire) != LOADING),
             _ => {}
         }
     }
 }
 
 /// Asks the worker to raise the section (prefetch, or a waiting call).
-fn ask_for_raise(section: &Section) {
+fn ask_for_raise(section: &Section, way: usize) {
     if !section.want_raise.swap(true, Ordering::AcqRel) {
+        wanted::mark(way);
         worker::wake();
     }
 }
 
 /// Waits until the section's limit reaches `number` (true) or the section changed (false).
 #[cold]
-fn wait_for_limit(section: &Section, version: u64, number: i64, space: &[u8], deadline: &mut Deadline) -> bool {
+fn wait_for_limit(ready: &Ready, number: i64, space: &[u8], deadline: &mut Deadline) -> bool {
+    let section = ready.section;
     header().waits.fetch_add(1, Ordering::Relaxed);
-    wait_until(Some((section, version)), deadline, space, || section.limit.load(Ordering::Acquire) >= number);
-    section.version.load(Ordering::Acquire) == version
+    wait_until(Some((section, ready.way, ready.version)), deadline, space, || section.limit.load(Ordering::Acquire) >= number);
+    section.version.load(Ordering::Acquire) == ready.version
 }
 
 /// Sleeps on the workers' condition variable until the section changed or `done()` (with no
 /// section: one round), honouring cancel and statement_timeout, at most until the deadline
 /// (`pg_idgen.segment_wait_timeout`). Before each sleep it asks the worker for the section again:
 /// a request the worker took up before this call's need arose may not cover it.
-fn wait_until(section: Option<(&Section, u64)>, deadline: &mut Deadline, space: &[u8], done: impl Fn() -> bool) {
+fn wait_until(section: Option<(&Section, usize, u64)>, deadline: &mut Deadline, space: &[u8], done: impl Fn() -> bool) {
     let deadline_ms = deadline.ms();
     let cv = shmem::shared().segment_loaded();
     // SAFETY: the condition variable lives in shared memory; every exit cancels the sleep.
@@ -258,11 +338,12 @@ fn wait_until(section: Option<(&Section, u64)>, deadline: &mut Deadline, space: 
     loop {
         match section {
             // Changed first: a section that holds another key now must not be asked for.
-            Some((section, version)) => {
+            Some((section, way, version)) => {
                 if section.version.load(Ordering::Acquire) != version || done() {
                     break;
                 }
                 section.want_raise.store(true, Ordering::Release);
+                wanted::mark(way);
             }
             None if slept => break,
             None => {}

@@ -6,7 +6,8 @@ use std::sync::atomic::Ordering;
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 
-use super::cache::{header, sections, SeqLock, DROPPED, LOADING, READY};
+use super::cache::{self, header, sections, SeqLock, DROPPED, LOADING, READY};
+use super::wanted;
 use super::spaces::{SECTION_TABLE, SPACE_TABLE};
 use crate::segment::worker;
 use crate::tables;
@@ -185,21 +186,30 @@ fn raise_row(spaces: pg_sys::Oid, sections: pg_sys::Oid, need: &Need) -> Result<
     }
 }
 
-/// Sections of `database` to load or raise now, not in a backoff. The request stays set until the
-/// publish (which looks whether a key is already past the new prefetch point): cleared here, calls
-/// past the old point would ask again before the publish, and each prefetch would cost two raises.
+/// Sections of `database` to load or raise now, not in a backoff: of the sections `wanted` marks,
+/// not of the whole cache. The request stays set until the publish (which looks whether a key is
+/// already past the new prefetch point): cleared here, calls past the old point would ask again
+/// before the publish, and each prefetch would cost two raises. The mark is cleared here, before
+/// `want_raise` is read: a request made after the read marks the section again.
 pub fn needs(database: pg_sys::Oid) -> Vec<Need> {
     let now_ms = clock::monotonic_millis();
     let max_step = settings::config().segments.max_step as i64;
     let _lock = SeqLock::shared();
+    let all = sections();
     let mut needs = Vec::new();
-    for (index, section) in sections().iter().enumerate() {
+    for index in wanted::marked() {
+        let section = &all[index];
         let state = section.state.load(Ordering::Acquire);
-        if !matches!(state, LOADING | READY)
-            || section.database.load(Ordering::Acquire) != database.to_u32()
-            || section.retry_at_ms.load(Ordering::Relaxed) > now_ms
-            || !section.want_raise.load(Ordering::Acquire)
-        {
+        if !matches!(state, LOADING | READY) {
+            // Free or dropped: nothing to raise (a take marks it again).
+            wanted::clear(index);
+            continue;
+        }
+        if section.database.load(Ordering::Acquire) != database.to_u32() || section.retry_at_ms.load(Ordering::Relaxed) > now_ms {
+            continue; // another database's worker's, or later
+        }
+        wanted::clear(index);
+        if !section.want_raise.load(Ordering::Acquire) {
             continue;
         }
         let previous = section.raise.load(Ordering::Relaxed);
@@ -236,18 +246,18 @@ pub fn publish(need: &Need, outcome: &Outcome) -> bool {
                 // The keys start at the maximum persisted before this raise: every number handed
                 // out for them before (another life of the cache, before a crash) is at most that.
                 section.change(|| {
-                    for key in &section.keys {
+                    for key in section.keys() {
                         key.store(old, Ordering::Relaxed);
                     }
                     section.base.store(old, Ordering::Relaxed);
                     section.limit.store(new, Ordering::Release);
-                    section.raise_at.store(raise_at, Ordering::Release);
-                    section.state.store(READY, Ordering::Release);
+                    section.set_raise_at(raise_at);
+                    cache::set_state(section, READY);
                 });
                 header().loads.fetch_add(1, Ordering::Relaxed);
             } else {
                 section.limit.fetch_max(new, Ordering::AcqRel);
-                section.raise_at.store(raise_at, Ordering::Release);
+                section.set_raise_at(raise_at);
                 header().raises.fetch_add(1, Ordering::Relaxed);
             }
             section.raise.store(step, Ordering::Relaxed);
@@ -257,23 +267,40 @@ pub fn publish(need: &Need, outcome: &Outcome) -> bool {
             // that took its number meanwhile, or waits). Cleared first: a call past the point after
             // this look finds it clear and asks itself.
             section.want_raise.store(false, Ordering::Release);
-            if section.keys.iter().any(|key| key.load(Ordering::Acquire) > raise_at) {
+            if section.keys().any(|key| key.load(Ordering::Acquire) > raise_at) {
                 section.want_raise.store(true, Ordering::Release);
+                wanted::mark(need.index);
             }
             false
         }
         Outcome::NoSpace => {
-            section.change(|| section.state.store(DROPPED, Ordering::Release));
+            section.change(|| cache::set_state(section, DROPPED));
             false
         }
         Outcome::Failed(_) => {
             section.want_raise.store(true, Ordering::Release);
+            wanted::mark(need.index);
             worker::record_failure(&section.failures, &section.retry_at_ms, &section.warned_at_ms, now_ms)
         }
         Outcome::Skipped => {
             section.want_raise.store(true, Ordering::Release);
+            wanted::mark(need.index);
             false
         }
+    }
+}
+
+/// Moves the use clock on, at most once a second (takes move it too). Why not every round: a call
+/// records its use of a section once for each value of the clock (a write to the section's first
+/// line, apart from the key's), and a busy worker's rounds follow each other within milliseconds.
+fn tick_use_clock() {
+    std::thread_local! {
+        static TICKED_AT_MS: std::cell::Cell<i64> = const { std::cell::Cell::new(i64::MIN) };
+    }
+    let now_ms = clock::monotonic_millis();
+    if now_ms.saturating_sub(TICKED_AT_MS.get()) >= 1000 {
+        TICKED_AT_MS.set(now_ms);
+        header().use_clock.fetch_add(1, Ordering::Relaxed);
     }
 }
 
@@ -282,7 +309,7 @@ pub fn publish(need: &Need, outcome: &Outcome) -> bool {
 /// `segment::ranges::anything_wanted`).
 pub fn serve_round(database: pg_sys::Oid) -> bool {
     let state = shmem::shared();
-    header().use_clock.fetch_add(1, Ordering::Relaxed);
+    tick_use_clock();
     let mut source = LocalSections;
     let needs = needs(database);
     let started = std::time::Instant::now();
@@ -306,7 +333,8 @@ pub fn serve_round(database: pg_sys::Oid) -> bool {
         unsafe { pg_sys::ConditionVariableBroadcast(state.segment_loaded()) };
     }
     let _lock = SeqLock::shared();
-    sections().iter().any(|s| {
+    let all = sections();
+    wanted::marked().into_iter().map(|index| &all[index]).any(|s| {
         s.database.load(Ordering::Acquire) == database.to_u32()
             && matches!(s.state.load(Ordering::Acquire), LOADING | READY)
             && s.want_raise.load(Ordering::Acquire)

@@ -45,14 +45,23 @@ pub fn check_space_name(space: &[u8]) {
     }
 }
 
+/// The hint for a space that a call needs and that does not exist here.
+pub const CREATE_SPACE: &str = "Create it with seq_space_create(space).";
+
 #[cold]
-pub fn unknown_space(space: &[u8], detail: &str) -> ! {
+pub fn unknown_space(space: &[u8], detail: &str, hint: Option<&str>) -> ! {
     errors::raise(
         PgSqlErrorCode::ERRCODE_UNDEFINED_OBJECT,
         format!("sequence space \"{}\" does not exist", display(space)),
         Some(detail.into()),
-        Some("Create it with seq_space_create(space)."),
+        hint,
     )
+}
+
+/// Whether the space's row is one this transaction inserted and has not committed.
+pub fn space_inserted_here(space: &[u8], deadline_ms: i64) -> bool {
+    let what = || format!("sequence space \"{}\": the space table is locked", display(space));
+    tables::row_inserted_here(SPACE_TABLE, c"space", space, deadline_ms, &what)
 }
 
 /// The space's row as this transaction sees it (no SQL: also in parallel workers and read-only
@@ -243,7 +252,7 @@ fn seq_space_drop(space: Option<TextBytes>) {
         |sql| Spi::get_one_with_args::<bool>(sql, &[tables::text_arg(space.0)]),
     );
     if deleted != Some(true) {
-        unknown_space(space.0, "It is not in seq_space.");
+        unknown_space(space.0, "It is not in seq_space.", None);
     }
     run_or_raise(&[("{sections}", sections)], "DELETE FROM ONLY {sections} WHERE space OPERATOR(pg_catalog.=) $1", |sql| {
         Spi::run_with_args(sql, &[tables::text_arg(space.0)])

@@ -5,7 +5,8 @@ use std::sync::atomic::Ordering;
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 
-use super::cache::{header, sections, SeqLock, LOADING, READY};
+use super::cache::{header, sections, SeqLock};
+use super::{databases, served};
 use super::spaces::SECTION_TABLE;
 use crate::tables;
 use crate::shmem;
@@ -31,24 +32,17 @@ fn seq_status() -> TableIterator<
     // SAFETY: this backend's database.
     let database = unsafe { pg_sys::MyDatabaseId }.to_u32();
     let header = header();
-    let (mut cached, mut loading, mut served) =
-        (0, 0, header.served_before.load(Ordering::Relaxed));
-    {
+    // Running counts: what this database has, and a counter per process, not a scan of the cache.
+    let (cached, loading) = {
         let _lock = SeqLock::shared();
-        for section in sections() {
-            let state = section.state.load(Ordering::Acquire);
-            served += section.served();
-            if section.database.load(Ordering::Acquire) == database {
-                cached += i32::from(state == READY);
-                loading += i32::from(state == LOADING);
-            }
-        }
-    }
+        databases::counts(database)
+    };
+    let served = served::total();
     let counter = |c: &std::sync::atomic::AtomicU64| c.load(Ordering::Relaxed) as i64;
     TableIterator::new(vec![(
         sections().len() as i32,
-        cached,
-        loading,
+        cached as i32,
+        loading as i32,
         served as i64,
         counter(&header.loads),
         counter(&header.raises),

@@ -125,7 +125,7 @@ pub(super) const INT_SETTINGS: [IntSetting; 19] = [
     IntSetting {
         name: c"pg_idgen.seq_cache_sections",
         setting: &SEQ_CACHE_SECTIONS,
-        short: c"Sections of per-key sequences that can be cached in shared memory at once (2 KiB each).",
+        short: c"Sections of per-key sequences that can be cached in shared memory at once (2,992 bytes each).",
         flags: GucFlags::empty(),
         range: IntRange::new(1, 1_000_000),
     },
@@ -213,7 +213,7 @@ pub(super) const STRING_SETTINGS: [StringSetting; 7] = [
         setting: &NODE_ID,
         short: c"Node id written into every snowflake id: 0 .. 2^node_bits - 1, unique per server (empty = unset).",
         flags: GucFlags::empty(),
-        check: |text| parse::parse_node_id(text).map(|_| ()),
+        check: |text| parse::check_node_id(text, super::CONFIG.get().map(|config| &config.layout)),
     },
     StringSetting {
         name: c"pg_idgen.epoch",
@@ -367,6 +367,7 @@ pub(super) fn refuse_unknown_names() {
             .find(|name| name.to_ascii_lowercase().starts_with("pg_idgen."))
     };
     if let Some(name) = unknown {
+        let source = CString::new(name.as_str()).map(|n| source_of(&n)).unwrap_or_else(|_| "postgresql.conf".into());
         let known: Vec<String> = INT_SETTINGS
             .iter()
             .map(|s| s.name)
@@ -375,9 +376,21 @@ pub(super) fn refuse_unknown_names() {
             .collect();
         ErrorReport::new(PgSqlErrorCode::ERRCODE_UNDEFINED_OBJECT, format!("unrecognized configuration parameter \"{name}\""), "pg_idgen::settings")
             .set_detail(format!("pg_idgen's settings are {}.", known.join(", ")))
-            .set_hint("Correct the name in postgresql.conf (or postgresql.auto.conf) and start the server again.")
+            .set_hint(format!("Correct the name in {source} and start the server again."))
             .report(PgLogLevel::FATAL);
     }
+}
+
+/// Where a setting's value was read: the configuration file and line (`ALTER SYSTEM` writes
+/// postgresql.auto.conf), or "postgresql.conf" when PostgreSQL did not note it.
+pub(super) fn source_of(name: &CStr) -> String {
+    // SAFETY: as in refuse_unknown_names; the strings are the GUC machinery's, copied before use.
+    let found = unsafe {
+        guc_variables().iter().map(|&v| &*v).find(|v| CStr::from_ptr(v.name).to_bytes().eq_ignore_ascii_case(name.to_bytes())).and_then(|v| {
+            (!v.sourcefile.is_null()).then(|| format!("{} (line {})", CStr::from_ptr(v.sourcefile).to_string_lossy(), v.sourceline))
+        })
+    };
+    found.unwrap_or_else(|| "postgresql.conf".into())
 }
 
 /// Every GUC variable of the server, placeholders of custom settings included.

@@ -89,9 +89,10 @@ fn text(setting: &GucSetting<Option<CString>>) -> String {
     setting.get().map(|s| s.to_string_lossy().trim().to_string()).unwrap_or_default()
 }
 
-/// Reports an invalid setting at `level` (FATAL at server start, ERROR later).
+/// Reports an invalid setting at `level` (FATAL at server start, ERROR later), with a hint that
+/// names the file the value came from.
 pub(super) fn invalid(level: PgLogLevel, name: &CStr, value: &str, detail: &str) -> ! {
-    let hint = format!("Correct {} in postgresql.conf and start the server again.", name.to_string_lossy());
+    let hint = format!("Correct {} in {} and start the server again.", name.to_string_lossy(), source_of(name));
     invalid_with_hint(level, name, value, detail, &hint)
 }
 

@@ -137,6 +137,27 @@ pub fn parse_node_id(text: &str) -> Result<Option<u32>, String> {
     text.parse::<u32>().ok().filter(|&n| n <= i32::MAX as u32).map(Some).ok_or_else(|| "It is too large.".into())
 }
 
+/// The check of `pg_idgen.node_id` whenever it is set: a whole number, and once the server runs
+/// (`layout`: the running server's), one that fits the node bits of its layout. Why only then: at
+/// start the layout is read after the node id, and `config_from` checks the two together; later
+/// (`ALTER SYSTEM`) the running layout is the one the next start has, unless the layout is changed
+/// too (in postgresql.conf, together).
+pub fn check_node_id(text: &str, layout: Option<&Layout>) -> Result<(), String> {
+    match (parse_node_id(text)?, layout) {
+        (Some(node_id), Some(layout)) if node_id as u64 > layout.max_node_id() => Err(node_id_out_of_layout(layout)),
+        _ => Ok(()),
+    }
+}
+
+/// Why a node id is too large for a layout.
+fn node_id_out_of_layout(layout: &Layout) -> String {
+    format!(
+        "With the {} node bits of this server's layout it must be between 0 and {} (or empty, unset); a layout with more node bits is set in pg_idgen.node_bits or pg_idgen.layout.",
+        layout.node_bits,
+        layout.max_node_id()
+    )
+}
+
 /// Refuses an epoch that names a moment relative to now ("now", "today", …): the postmaster has
 /// no "now" that would mean anything to the next start.
 pub fn refuse_relative_time(text: &str) -> Result<(), String> {
@@ -254,13 +275,7 @@ pub fn config_from(raw: &Raw, now_us: i64) -> Result<Config, Invalid> {
         })?;
 
     let node_id = match parse_node_id(&raw.node_id) {
-        Ok(Some(n)) if n as u64 > layout.max_node_id() => {
-            return Err(Invalid::new(
-                "pg_idgen.node_id",
-                &raw.node_id,
-                format!("With {} node bits it must be between 0 and {} (or empty, unset).", layout.node_bits, layout.max_node_id()),
-            ))
-        }
+        Ok(Some(n)) if n as u64 > layout.max_node_id() => return Err(Invalid::new("pg_idgen.node_id", &raw.node_id, node_id_out_of_layout(&layout))),
         Ok(node_id) => node_id,
         Err(detail) => return Err(Invalid::new("pg_idgen.node_id", &raw.node_id, detail)),
     };
@@ -290,14 +305,15 @@ pub fn config_from(raw: &Raw, now_us: i64) -> Result<Config, Invalid> {
         max_lead_ms: int(raw.node_lease_max_lead_ms),
         remote_timeout_ms: int(raw.remote_timeout_ms).min(int(raw.node_lease_ttl_ms) / 3),
     });
-    // Ids run ahead of the clock by up to the borrow, and after a crash by up to the reserve (the
-    // mark they restart above): a lead the registry refused would stop snowflake ids instead.
+    // Ids run ahead of the clock by up to the borrow, and after a crash from the mark they restart
+    // above (up to the reserve ahead) by the borrow again: a lead the registry refused would stop
+    // snowflake ids instead.
     let (borrow_ms, reserve_ms) = (int(raw.max_clock_borrow_ms), int(raw.clock_reserve_ms));
-    if let Some(lease) = lease.as_ref().filter(|lease| lease.max_lead_ms < borrow_ms + reserve_ms) {
+    if let Some(lease) = lease.as_ref().filter(|lease| lease.max_lead_ms < reserve_ms + 2 * borrow_ms) {
         return Err(Invalid::new(
             "pg_idgen.node_lease_max_lead",
             lease.max_lead_ms,
-            format!("With a node registry it must be at least pg_idgen.max_clock_borrow plus pg_idgen.clock_reserve ({borrow_ms} + {reserve_ms} ms): ids run that far ahead of the clock after a crash."),
+            format!("With a node registry it must be at least pg_idgen.clock_reserve plus twice pg_idgen.max_clock_borrow ({reserve_ms} + 2 × {borrow_ms} ms): ids run that far ahead of the clock after a crash."),
         ));
     }
     Ok(Config {
@@ -383,7 +399,10 @@ mod tests {
     fn a_node_id_must_fit_the_node_bits() {
         let error = invalid(Raw { node_id: "1024".into(), ..defaults() });
         assert_eq!((error.name, error.value.as_str()), ("pg_idgen.node_id", "1024"));
-        assert_eq!(error.detail, "With 10 node bits it must be between 0 and 1023 (or empty, unset).");
+        assert!(error.detail.starts_with("With the 10 node bits of this server's layout it must be between 0 and 1023"), "{error:?}");
+        let layout = config_from(&defaults(), NOW_US).unwrap().layout;
+        assert!(check_node_id("1024", Some(&layout)).is_err() && check_node_id("1023", Some(&layout)).is_ok());
+        assert!(check_node_id("1024", None).is_ok(), "at start the layout is checked with the node id later");
         let config = config_from(&Raw { node_id: "1023".into(), ..defaults() }, NOW_US).unwrap();
         assert_eq!(config.node_id, Some(1023));
     }
@@ -443,9 +462,10 @@ mod tests {
         let error = invalid(Raw { segment_slow_range_ms: 1000, segment_fast_range_ms: 2000, ..defaults() });
         assert_eq!((error.name, error.value.as_str()), ("pg_idgen.segment_slow_range", "1000"));
         let leased = Raw { node_registry: "host=registry".into(), ..defaults() };
-        let error = invalid(Raw { node_lease_max_lead_ms: 5999, ..leased.clone() });
+        let error = invalid(Raw { node_lease_max_lead_ms: 6999, ..leased.clone() });
         assert_eq!(error.name, "pg_idgen.node_lease_max_lead");
-        assert!(error.detail.contains("(1000 + 5000 ms)"), "{error:?}");
+        assert!(error.detail.contains("(5000 + 2 × 1000 ms)"), "{error:?}");
+        assert!(config_from(&Raw { node_lease_max_lead_ms: 7000, ..leased.clone() }, NOW_US).is_ok());
         let lease = config_from(&Raw { node_lease_ttl_ms: 6000, ..leased }, NOW_US).unwrap().lease.unwrap();
         assert_eq!((lease.registry.as_str(), lease.remote_timeout_ms), ("host=registry", 2000), "a third of the lease at most");
     }

@@ -137,6 +137,16 @@ pub fn with_row<T>(
     }
 }
 
+/// Whether the row `with_row` finds for `key` is one this transaction inserted and has not
+/// committed (a row of another transaction that has not committed is not seen at all).
+pub fn row_inserted_here(table_name: &CStr, key_column: &CStr, key: &[u8], deadline_ms: i64, what: &dyn Fn() -> String) -> bool {
+    with_row(table_name, key_column, key, deadline_ms, what, |_, tuple| {
+        // SAFETY: the tuple is the scan's current one, valid while `read` runs.
+        unsafe { pg_sys::TransactionIdIsCurrentTransactionId(pg_sys::submodules::htup::HeapTupleHeaderGetXmin((*tuple).t_data)) }
+    })
+    .unwrap_or(false)
+}
+
 /// Takes ACCESS SHARE on a relation (the table, its index), waiting at most until the deadline (a
 /// session holding ACCESS EXCLUSIVE would otherwise hold the call for as long as it likes).
 fn lock_until(relation: pg_sys::Oid, deadline_ms: i64, what: &dyn Fn() -> String) {

@@ -27,7 +27,7 @@ mod guard;
 mod text;
 mod transaction;
 
-pub use catalog::{extension_table_oid, with_row};
+pub use catalog::{extension_table_oid, row_inserted_here, with_row};
 pub use guard::{install_analysis_guard, run_on_tables};
 pub use text::{display, text_arg, TextBytes, TextOut};
 pub use transaction::{as_allocation, caught_message, flush_last_commit, in_worker_transaction, is_allocating};

@@ -194,6 +194,11 @@ SELECT sqlstate_of($$SELECT snowflake_convert_column('docs', 'twice')$$);
 -- A default that is not nextval() (55000): drop it first.
 SELECT segment_convert_column('docs', 'n', 'docs_n');
 SELECT sqlstate_of($$SELECT segment_convert_column('docs', 'n', 'docs_n')$$);
+-- A column converted already (55000): its default calls pg_idgen's generator, which a second
+-- call must not tell to drop.
+SELECT segment_convert_column('invoices', 'no', 'invoice_no_again');
+SELECT sqlstate_of($$SELECT segment_convert_column('invoices', 'no', 'invoice_no_again')$$);
+SELECT snowflake_convert_column('invoices', 'no');
 -- No such column, or a system column (42703).
 SELECT snowflake_convert_column('docs', 'nope');
 SELECT sqlstate_of($$SELECT snowflake_convert_column('docs', 'nope')$$);

@@ -82,6 +82,9 @@ SELECT objectid_min('1970-01-01 00:00:00+00');
 SELECT objectid_min('1969-12-31 23:59:59+00');
 SELECT objectid_min('2106-02-07 06:28:16+00');
 SELECT objectid_min('infinity');
+-- Their arguments have names, as the other families' do (id, ts, text).
+SELECT objectid_timestamp(id => '65678901aabbccddee001122') AS ts, objectid_min(ts => '2023-11-29 18:54:57+00') AS min,
+       objectid_from_base32(text => '0SB7H40TNEYCVQQ00492') AS from_base32;
 SELECT id_decode(NULL::objectid) IS NULL AS null_row, objectid_timestamp(NULL) IS NULL AS null_ts;
 
 SELECT p.oid::regprocedure, provolatile, proparallel

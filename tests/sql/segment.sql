@@ -35,7 +35,8 @@ SELECT tag, next_value, current_start <= next_value AND next_value <= current_en
   FROM segment_status() WHERE tag = 'invoice';
 SELECT tag FROM segment_status() ORDER BY tag;
 
--- Errors: unknown tags (42704) take no slot; invalid names and steps are 22023.
+-- Errors: unknown tags (42704) take no slot; invalid names and steps are 22023; a tag that
+-- exists is 42710, as a sequence space that exists.
 SELECT segment_next('no_such_tag');
 SELECT sqlstate_of($$SELECT segment_next('no_such_tag')$$);
 SELECT count(*) AS slots_used FROM segment_status();
@@ -57,7 +58,7 @@ SELECT segment_next('invoice');
 SELECT segment_drop('invoice');
 SELECT sqlstate_of($$SELECT segment_drop('invoice')$$);
 
--- A tag created in a transaction is not visible to the worker until it commits.
+-- A tag created in a transaction is not visible to the worker until it commits (55000: commit first).
 BEGIN;
 SELECT segment_create('uncommitted');
 SELECT segment_next('uncommitted');

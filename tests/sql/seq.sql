@@ -133,7 +133,7 @@ SELECT seq_space_drop(NULL);
 SELECT seq_space_drop('no_such_space');
 SELECT sqlstate_of($$SELECT seq_space_drop('no_such_space')$$);
 
--- A space created in a transaction is not visible to the worker until it commits.
+-- A space created in a transaction is not visible to the worker until it commits (55000: commit first).
 BEGIN;
 SELECT seq_space_create('uncommitted');
 SELECT seq_next('uncommitted', 1);

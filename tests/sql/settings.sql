@@ -17,6 +17,10 @@ ALTER SYSTEM SET pg_idgen.node_id = 'seven';
 
 -- ALTER SYSTEM checks each value as the next start would: nothing it accepts stops the server.
 ALTER SYSTEM SET pg_idgen.node_id = '1.5';
+-- A node id must fit the node bits of the server's layout (10 here): the next start would refuse
+-- 5000. (RESET, in case it was taken: the next phase restarts this server.)
+ALTER SYSTEM SET pg_idgen.node_id = 5000;
+ALTER SYSTEM RESET pg_idgen.node_id;
 ALTER SYSTEM SET pg_idgen.epoch = 'now';
 ALTER SYSTEM SET pg_idgen.epoch = '2999-01-01 00:00:00+00';
 ALTER SYSTEM SET pg_idgen.database = '';

@@ -27,6 +27,9 @@ SELECT high_water_mark > clock_timestamp() AS mark_ahead_of_now,
 -- One row per time-based family. last_made is the time of its last id since the start (NULL
 -- before the first); the floor and the high-water mark bound every id it hands out.
 SELECT family, time_unit, time_end, ids_per_second_cap FROM pg_idgen_generators() ORDER BY family;
+-- A family is named as its functions are: family || '_next()' is its generator.
+SELECT family, to_regprocedure(family || '_next()') IS NOT NULL AS its_generator_exists
+  FROM pg_idgen_generators() ORDER BY family;
 SELECT objectid_next() IS NOT NULL AS made, uuid_v7_next() IS NOT NULL AS made_too;
 SELECT family,
        last_made <= clock_timestamp() AS last_made_not_ahead,
