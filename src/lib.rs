@@ -26,6 +26,7 @@ mod random;
 mod remote;
 mod segment;
 mod seq;
+mod services;
 mod settings;
 mod shmem;
 mod snowflake;
@@ -33,6 +34,7 @@ mod status;
 mod tables;
 mod text_form;
 pub mod uuid7;
+mod worker;
 
 ::pgrx::pg_module_magic!();
 
@@ -53,30 +55,32 @@ pub extern "C-unwind" fn _PG_init() {
     if preloading {
         shmem::install_hooks(shmem::Hooks { regions: &REGIONS, on_create: on_shared_memory_created, on_exit: on_shared_memory_exit });
         mark::register_wal_resource_manager();
-        segment::table::install_drop_hook();
-        segment::table::also_retire(seq::retire_database, seq::CACHED_TABLES);
-        segment::worker::also_serve(seq::serve_round);
+        services::install_drop_hook();
         // Why no workers under pg_upgrade: no ids are made then, and a worker connected to a
         // database would keep pg_upgrade from creating it anew.
         // SAFETY: a flag set from the command line before libraries are preloaded.
         if !unsafe { pgrx::pg_sys::IsBinaryUpgrade } {
             clock_worker::register();
-            segment::worker::register();
+            worker::register();
             node::worker::register();
         }
     }
 }
 
 /// The regions of shared memory, each its component's, in the order they are built.
-static REGIONS: [&dyn shmem::Region; 5] = [&engine::GENERATORS, &clock::WATCH, &mark::MARKS, &node::LEASE, &STATE_AND_AREA];
-
-/// The database workers' state and the area of the segment slots, then the sections of per-key
-/// sequences.
-static STATE_AND_AREA: shmem::StateRegion = shmem::StateRegion(shmem::AreaHooks { size: shared_area_size, init: segment::init_slots });
-
-fn shared_area_size() -> usize {
-    segment::slots_size().next_multiple_of(64) + seq::cache_size()
-}
+static REGIONS: [&dyn shmem::Region; 11] = [
+    &engine::GENERATORS,
+    &clock::WATCH,
+    &mark::MARKS,
+    &node::LEASE,
+    &remote::STATUSES,
+    &worker::POOL,
+    &segment::SLOTS,
+    &seq::CACHE,
+    &seq::DATABASES,
+    &seq::WANTED,
+    &seq::SERVED,
+];
 
 /// What a new shared memory gets before any process can use it, once every region is built: no
 /// node id lease yet, every generator's floor past the persisted high-water marks, and the

@@ -1,7 +1,8 @@
 //! A test of the source itself: how the modules of `src/` name each other (`crate::…` and
 //! `super::…` paths), so that each layer can be read, tested and changed without the ones above it.
 //!
-//! - No circle among the top-level modules (a folder and the modules it names).
+//! - No circle among the modules (each file a module: `segment::ranges`, `settings::parse`), nor
+//!   among the top-level ones (a folder and the modules its files name).
 //! - Every module is in one of the layers of `LAYERS`, and names no module of a layer above its own.
 //! - The modules of the pure layer do not use pgrx (PostgreSQL's server API): plain `#[test]`s test
 //!   them, and they stay that way.
@@ -15,7 +16,7 @@ use std::path::Path;
 
 /// The layers, lowest first: each module's layer is that of the longest entry that names it or a
 /// folder above it.
-const LAYERS: [(&str, &[&str]); 4] = [
+const LAYERS: [(&str, &[&str]); 5] = [
     (
         "pure: no PostgreSQL server API",
         &[
@@ -27,15 +28,17 @@ const LAYERS: [(&str, &[&str]); 4] = [
             "mask::ff1",
             "objectid::id",
             "remote",
+            "seq::mix",
             "settings::parse",
             "uuid7::bytes",
+            "worker::backoff",
         ],
     ),
     (
         "the server's services, wrapped: errors, settings, shared memory, tables, remote status",
         &["c_function", "clock", "errors", "random", "remote::status", "settings", "shmem", "tables"],
     ),
-    ("the engine of time-based ids and its durable marks", &["engine", "mark"]),
+    ("the engine of time-based ids and its durable marks; the database worker", &["engine", "mark", "worker"]),
     (
         "families, SQL functions and workers",
         &[
@@ -54,6 +57,7 @@ const LAYERS: [(&str, &[&str]); 4] = [
             "uuid7",
         ],
     ),
+    ("the database worker's services, declared", &["services"]),
 ];
 
 /// Every module of `src/` (its path, `a::b`) and the file that holds it.
@@ -206,9 +210,16 @@ fn src() -> std::path::PathBuf {
 fn no_module_names_a_module_that_names_it_back() {
     let graph = module_graph(&src());
     assert!(graph.len() > 40 && graph["engine"].contains("shmem") && graph["mark::wal"].contains("mark::start"), "the graph was read: {graph:?}");
-    if let Some(circle) = find_circle(&top_level(&graph)) {
+    if let Some(circle) = find_circle(&graph) {
+        panic!("modules in a circle: {}", circle.join(" -> "));
+    }
+    let top = top_level(&graph);
+    if let Some(circle) = find_circle(&top) {
         panic!("top-level modules in a circle: {}", circle.join(" -> "));
     }
+    // The database worker's two services meet only in `services`, which lists them.
+    assert!(!top["seq"].contains("segment") && !top["segment"].contains("seq"), "{:?} {:?}", top["seq"], top["segment"]);
+    assert!(top["services"].contains("worker") && !top["worker"].contains("segment") && !top["worker"].contains("seq"));
 }
 
 #[test]
@@ -262,4 +273,6 @@ fn a_circle_is_found() {
     assert_eq!(layer_of("settings::parse"), Some(0));
     assert_eq!(layer_of("settings::load"), Some(1));
     assert_eq!(layer_of("segment::next"), Some(3));
+    assert_eq!(layer_of("worker::backoff"), Some(0));
+    assert_eq!(layer_of("worker::pool"), Some(2));
 }

@@ -132,6 +132,145 @@ impl<T: Sync + 'static> Region for Shared<T> {
     }
 }
 
+/// A region that holds `count()` of `T` (a count that settings read at start decide), each valid
+/// when zeroed but for what `init` does to it, and the LWLock that guards their rare changes if
+/// it has one.
+pub struct SharedSlice<T: 'static> {
+    name: &'static CStr,
+    count: fn() -> usize,
+    /// What a zeroed element needs besides; run on each element of a new region.
+    init: unsafe fn(*mut T),
+    has_lock: bool,
+    at: AtomicPtr<T>,
+    lock: AtomicPtr<pg_sys::LWLock>,
+}
+
+impl<T: Sync + 'static> SharedSlice<T> {
+    /// A region named `name` of `count()` elements, with one LWLock (its tranche has the region's
+    /// name).
+    pub const fn with_lock(name: &'static CStr, count: fn() -> usize, init: unsafe fn(*mut T)) -> SharedSlice<T> {
+        SharedSlice { name, count, init, has_lock: true, at: AtomicPtr::new(std::ptr::null_mut()), lock: AtomicPtr::new(std::ptr::null_mut()) }
+    }
+
+    /// The elements, or an ERROR that says how to fix a missing `shared_preload_libraries`.
+    #[inline]
+    pub fn get(&self) -> &'static [T] {
+        let at = self.at.load(Ordering::Relaxed);
+        if at.is_null() {
+            not_preloaded();
+        }
+        // SAFETY: non-null, so attached: `count()` initialised elements for the life of the server.
+        unsafe { std::slice::from_raw_parts(at, (self.count)()) }
+    }
+
+    /// Holds the region's LWLock exclusively while the guard lives.
+    pub fn exclusive(&self) -> LockGuard {
+        self.get();
+        LockGuard::exclusive(self.lock.load(Ordering::Relaxed))
+    }
+
+    /// Holds the region's LWLock shared while the guard lives.
+    pub fn shared(&self) -> LockGuard {
+        self.get();
+        LockGuard::shared(self.lock.load(Ordering::Relaxed))
+    }
+}
+
+impl<T: Sync + 'static> Region for SharedSlice<T> {
+    fn name(&self) -> &'static CStr {
+        self.name
+    }
+
+    fn size(&self) -> usize {
+        (self.count)() * std::mem::size_of::<T>()
+    }
+
+    fn lwlocks(&self) -> u32 {
+        self.has_lock as u32
+    }
+
+    unsafe fn init(&self, at: *mut u8) {
+        debug_assert!(at.align_offset(std::mem::align_of::<T>()) == 0);
+        for i in 0..(self.count)() {
+            // SAFETY: per the trait's contract the memory holds `count()` zeroed elements, ours alone.
+            unsafe { (self.init)(at.cast::<T>().add(i)) };
+        }
+    }
+
+    fn attach(&self, at: *mut u8, lwlocks: *mut pg_sys::LWLockPadded) {
+        self.at.store(at.cast(), Ordering::Relaxed);
+        // SAFETY: with a lock, the tranche holds one LWLock, which `lwlocks` points at.
+        self.lock.store(if self.has_lock { unsafe { &raw mut (*lwlocks).lock } } else { std::ptr::null_mut() }, Ordering::Relaxed);
+    }
+}
+
+/// A region of `size()` bytes, zeroed, whose owner lays its parts out (a cache of several arrays
+/// sized by settings), and the LWLock that guards their rare changes if it has one.
+pub struct SharedBytes {
+    name: &'static CStr,
+    size: fn() -> usize,
+    has_lock: bool,
+    at: AtomicPtr<u8>,
+    lock: AtomicPtr<pg_sys::LWLock>,
+}
+
+impl SharedBytes {
+    /// A region named `name` of `size()` bytes, with no LWLock.
+    pub const fn new(name: &'static CStr, size: fn() -> usize) -> SharedBytes {
+        SharedBytes { name, size, has_lock: false, at: AtomicPtr::new(std::ptr::null_mut()), lock: AtomicPtr::new(std::ptr::null_mut()) }
+    }
+
+    /// A region named `name` of `size()` bytes, with one LWLock (its tranche has the region's name).
+    pub const fn with_lock(name: &'static CStr, size: fn() -> usize) -> SharedBytes {
+        SharedBytes { has_lock: true, ..SharedBytes::new(name, size) }
+    }
+
+    /// Where the region starts (on a cache line), or an ERROR that says how to fix a missing
+    /// `shared_preload_libraries`.
+    #[inline]
+    pub fn start(&self) -> *mut u8 {
+        let at = self.at.load(Ordering::Relaxed);
+        if at.is_null() {
+            not_preloaded();
+        }
+        at
+    }
+
+    /// Holds the region's LWLock exclusively while the guard lives.
+    pub fn exclusive(&self) -> LockGuard {
+        self.start();
+        LockGuard::exclusive(self.lock.load(Ordering::Relaxed))
+    }
+
+    /// Holds the region's LWLock shared while the guard lives.
+    pub fn shared(&self) -> LockGuard {
+        self.start();
+        LockGuard::shared(self.lock.load(Ordering::Relaxed))
+    }
+}
+
+impl Region for SharedBytes {
+    fn name(&self) -> &'static CStr {
+        self.name
+    }
+
+    fn size(&self) -> usize {
+        (self.size)()
+    }
+
+    fn lwlocks(&self) -> u32 {
+        self.has_lock as u32
+    }
+
+    unsafe fn init(&self, _at: *mut u8) {}
+
+    fn attach(&self, at: *mut u8, lwlocks: *mut pg_sys::LWLockPadded) {
+        self.at.store(at, Ordering::Relaxed);
+        // SAFETY: with a lock, the tranche holds one LWLock, which `lwlocks` points at.
+        self.lock.store(if self.has_lock { unsafe { &raw mut (*lwlocks).lock } } else { std::ptr::null_mut() }, Ordering::Relaxed);
+    }
+}
+
 /// What happens besides building the regions: once all of them are new (at start, after a
 /// crash), in the postmaster before any other process exists; and when the postmaster's shared
 /// memory goes (`clean`: a clean exit, every other process gone; else a crash's teardown).
@@ -283,143 +422,10 @@ impl Drop for LockGuard {
     }
 }
 
-/// How the calls of the workers that reach one server went (see `remote::RemoteStatus`'s
-/// methods): the lease worker's, or every segment worker's.
-#[repr(C)]
-pub struct RemoteStatus {
-    /// Calls that failed in a row, and in all.
-    pub failures_in_a_row: std::sync::atomic::AtomicU64,
-    pub failures: std::sync::atomic::AtomicU64,
-    /// When a call last succeeded, Unix µs (0: never).
-    pub succeeded_at_us: std::sync::atomic::AtomicI64,
-    /// The last error, as text (`message_version` odd while it is written).
-    pub message_version: std::sync::atomic::AtomicU32,
-    pub message_len: std::sync::atomic::AtomicU32,
-    pub message: [std::sync::atomic::AtomicU8; REMOTE_MESSAGE_BYTES],
-}
-
-/// The longest remote error kept.
-pub const REMOTE_MESSAGE_BYTES: usize = 480;
-
-/// At most this many databases besides `pg_idgen.database` have a segment worker at once.
-pub const MAX_DATABASE_WORKERS: usize = 16;
-
-/// A segment worker for one more database (see `segment::worker`). Taken, claimed and freed
-/// only under the segment slot lock; read without it.
-#[repr(C)]
-pub struct DatabaseWorker {
-    /// `epoch << 32 | database OID`; the OID is 0 while the entry is free. Each taking raises the
-    /// epoch, so a worker started for an earlier taking cannot claim a later one.
-    pub state: std::sync::atomic::AtomicU64,
-    /// The worker's latch once it has claimed the entry, null before.
-    pub latch: AtomicPtr<pg_sys::Latch>,
-    /// When the entry was taken (monotonic ms): a worker that never came up frees it after a while.
-    pub taken_at_ms: std::sync::atomic::AtomicI64,
-    /// Set when the database is being dropped: the worker abandons any call and exits, since
-    /// `DROP DATABASE` waits only 5 s for the database's sessions to go.
-    pub stop_wanted: AtomicBool,
-}
-
-/// The database workers' state, the segment authority's status, and after them the area of the
-/// segment slots and the sections of per-key sequences, whose size and contents `AreaHooks` give.
-#[repr(C, align(64))]
-pub struct SharedState {
-    /// The segment worker's latch while it runs (null otherwise): backends set it to ask for
-    /// ranges.
-    pub worker_latch: AtomicPtr<pg_sys::Latch>,
-    /// The segment workers of other databases than `pg_idgen.database`, started on demand (see
-    /// `segment::worker`).
-    pub database_workers: [DatabaseWorker; MAX_DATABASE_WORKERS],
-    /// The OID of `pg_idgen.database`, once its worker has connected (0 before).
-    pub main_database: std::sync::atomic::AtomicU32,
-    /// Broadcast by the worker whenever it published ranges or gave up on a tag.
-    pub segment_loaded: pg_sys::ConditionVariable,
-    /// The segment worker's calls to the segment authority (with pg_idgen.segment_authority).
-    pub segment_authority: RemoteStatus,
-}
-
-impl SharedState {
-    /// The condition variable, as PostgreSQL's functions want it.
-    pub fn segment_loaded(&self) -> *mut pg_sys::ConditionVariable {
-        (&raw const self.segment_loaded).cast_mut()
-    }
-}
-
-/// The size and the initialisation of the area after `SharedState`.
-pub struct AreaHooks {
-    pub size: fn() -> usize,
-    pub init: fn(*mut u8),
-}
-
-/// The region of `SharedState` and its area, with two LWLocks: the segment slots', the sections'.
-pub struct StateRegion(pub AreaHooks);
-
-static STATE: AtomicPtr<SharedState> = AtomicPtr::new(std::ptr::null_mut());
-static SEGMENT_LOCK: AtomicPtr<pg_sys::LWLock> = AtomicPtr::new(std::ptr::null_mut());
-static SEQ_LOCK: AtomicPtr<pg_sys::LWLock> = AtomicPtr::new(std::ptr::null_mut());
-
-impl Region for StateRegion {
-    fn name(&self) -> &'static CStr {
-        c"pg_idgen"
-    }
-
-    fn size(&self) -> usize {
-        std::mem::size_of::<SharedState>() + (self.0.size)()
-    }
-
-    fn lwlocks(&self) -> u32 {
-        2
-    }
-
-    unsafe fn init(&self, at: *mut u8) {
-        // SAFETY: the memory is zeroed and ours alone; the condition variable is initialised.
-        unsafe {
-            pg_sys::ConditionVariableInit(&raw mut (*at.cast::<SharedState>()).segment_loaded);
-            (self.0.init)(at.add(std::mem::size_of::<SharedState>()));
-        }
-    }
-
-    fn attach(&self, at: *mut u8, lwlocks: *mut pg_sys::LWLockPadded) {
-        STATE.store(at.cast(), Ordering::Relaxed);
-        // SAFETY: the tranche holds two LWLocks.
-        unsafe {
-            SEGMENT_LOCK.store(&raw mut (*lwlocks).lock, Ordering::Relaxed);
-            SEQ_LOCK.store(&raw mut (*lwlocks.add(1)).lock, Ordering::Relaxed);
-        }
-    }
-}
-
-/// The shared state, or an ERROR that says how to fix a missing `shared_preload_libraries`.
-#[inline]
-pub fn shared() -> &'static SharedState {
-    let state = STATE.load(Ordering::Relaxed);
-    if state.is_null() {
-        not_preloaded();
-    }
-    // SAFETY: non-null, so attached: it points at the state for the life of the server.
-    unsafe { &*state }
-}
-
-/// The area after the state; its size is `AreaHooks::size`.
-pub fn area() -> *mut u8 {
-    // SAFETY: the area follows the state in its region.
-    unsafe { (shared() as *const SharedState).add(1).cast::<u8>().cast_mut() }
-}
-
-/// The LWLock that guards registering, dropping and switching segment slots.
-pub fn segment_lock() -> *mut pg_sys::LWLock {
-    shared();
-    SEGMENT_LOCK.load(Ordering::Relaxed)
-}
-
-/// The LWLock that guards taking, evicting and raising the sections of per-key sequences.
-pub fn seq_lock() -> *mut pg_sys::LWLock {
-    shared();
-    SEQ_LOCK.load(Ordering::Relaxed)
-}
-
+/// The ERROR of a call that needs shared memory in a server that did not preload the library: it
+/// says how to fix `shared_preload_libraries`.
 #[cold]
-fn not_preloaded() -> ! {
+pub fn not_preloaded() -> ! {
     crate::errors::raise(
         PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
         "pg_idgen must be loaded via shared_preload_libraries to generate ids".into(),

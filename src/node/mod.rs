@@ -52,7 +52,7 @@ use pgrx::prelude::*;
 use crate::engine::{generators, Generator};
 use crate::families::{Stamp, SNOWFLAKE};
 use crate::settings::{Config, LeaseConfig};
-use crate::shmem::{self, CacheLine, RemoteStatus, Shared};
+use crate::shmem::{self, CacheLine, Shared};
 use crate::{clock, errors, remote, settings};
 
 /// The node id lease as every process sees it: the region `pg_idgen lease`. Written by the lease
@@ -61,7 +61,7 @@ use crate::{clock, errors, remote, settings};
 /// | field | written by | protection |
 /// |---|---|---|
 /// | `word` | the lease worker | one writer; calls read it around their stamp (above) |
-/// | `phase`, `deadline_boot_us`, `renewed_at_us`, `committed_us`, `registry` | the lease worker | one writer |
+/// | `phase`, `deadline_boot_us`, `renewed_at_us`, `committed_us` | the lease worker | one writer |
 /// | `holder` | creation | written before any process attaches |
 /// | `previous_node_id` | creation (from the mark) | written before any process attaches |
 /// | `renew_wanted` | calls at the cap set it, the worker clears it | atomic flag |
@@ -91,8 +91,6 @@ pub struct LeaseState {
     pub worker_pid: AtomicI32,
     /// Its latch while it runs: a call that finds no lease wakes it.
     pub worker_latch: AtomicPtr<pg_sys::Latch>,
-    /// How its calls to the registry went.
-    pub registry: RemoteStatus,
 }
 
 pub static LEASE: Shared<LeaseState> = Shared::new(c"pg_idgen lease", init_lease);
@@ -338,15 +336,16 @@ fn node_lease_status() -> TableIterator<
     let word = lease.word.load(Acquire);
     let node_id = node_of(word);
     let renewed_at_us = lease.renewed_at_us.load(Relaxed);
-    let message = lease.registry.last_message();
+    let registry = remote::registry();
+    let message = registry.last_message();
     let row = (
         remote::describe_conninfo(&lease_config.registry),
         node_id.map(|n| n as i32),
         if errors::recovery_is_over() { Phase::from_u32(lease.phase.load(Relaxed)).name().to_string() } else { "standby".to_string() },
         node_id.map(|_| (lease.deadline_boot_us.load(Relaxed) - boot_micros()).max(0) / 1000),
         (renewed_at_us != 0).then(|| clock::unix_micros_to_timestamptz(renewed_at_us)),
-        lease.registry.failures_in_a_row.load(Relaxed) as i64,
-        lease.registry.failures.load(Relaxed) as i64,
+        registry.failures_in_a_row.load(Relaxed) as i64,
+        registry.failures.load(Relaxed) as i64,
         (!message.is_empty()).then_some(message),
         Some(lease.worker_pid.load(Relaxed)).filter(|&pid| pid != 0),
     );

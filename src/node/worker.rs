@@ -138,7 +138,7 @@ impl LeaseWorker {
         }
         match self.call() {
             Ok(again) => {
-                lease.registry.succeeded();
+                remote::registry().succeeded();
                 self.next_call_us = if again { 0 } else { boot_micros() + self.lease.ttl_ms as i64 * 1000 / 3 };
             }
             Err(RemoteError::Stopped) => {}
@@ -312,7 +312,7 @@ impl LeaseWorker {
             lease.phase.store(Phase::Refused as u32, SeqCst);
         }
         let message = error.to_string();
-        let in_a_row = lease.registry.failed(&message, true);
+        let in_a_row = remote::registry().failed(&message, true);
         if in_a_row == 1 || in_a_row.is_multiple_of(30) {
             warning!("pg_idgen lease worker: the node registry ({}) failed ({in_a_row} in a row): {message}", self.registry);
         }

@@ -22,6 +22,7 @@ mod status;
 
 pub use libpq::{check_conninfo, describe_conninfo, Connection};
 pub use session::{extension_schema, pin_session};
+pub use status::{authority, registry, STATUSES};
 
 /// The longest one wait on the socket, or for a look-up, lasts before the caller's `stop` is
 /// asked again.

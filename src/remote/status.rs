@@ -1,10 +1,53 @@
-//! How the calls of the workers that reach one server went, in shared memory for
-//! `node_lease_status()` and `segment_authority_status()`.
+//! How the calls of the workers that reach another server went: the region `pg_idgen remote
+//! status`, read by `node_lease_status()` and `segment_authority_status()`.
+//!
+//! | field | written by | protection |
+//! |---|---|---|
+//! | `registry` | the lease worker | one writer |
+//! | `authority` | the database workers of every database | counters atomic; the message under its version (odd while written), which writers take by compare-and-swap |
 
 use std::sync::atomic::Ordering::{Acquire, Relaxed, SeqCst};
+use std::sync::atomic::{AtomicI64, AtomicU32, AtomicU64, AtomicU8};
 
-use crate::shmem::RemoteStatus;
-use crate::shmem::REMOTE_MESSAGE_BYTES;
+use crate::shmem::{self, Shared};
+
+/// The longest remote error kept.
+pub const REMOTE_MESSAGE_BYTES: usize = 480;
+
+/// How the calls of the workers that reach one server went.
+#[repr(C)]
+pub struct RemoteStatus {
+    /// Calls that failed in a row, and in all.
+    pub failures_in_a_row: AtomicU64,
+    pub failures: AtomicU64,
+    /// When a call last succeeded, Unix µs (0: never).
+    pub succeeded_at_us: AtomicI64,
+    /// The last error, as text (`message_version` odd while it is written).
+    message_version: AtomicU32,
+    message_len: AtomicU32,
+    message: [AtomicU8; REMOTE_MESSAGE_BYTES],
+}
+
+/// The servers pg_idgen's workers reach.
+#[repr(C)]
+pub struct Statuses {
+    /// The node registry (`pg_idgen.node_registry`), by the lease worker.
+    registry: RemoteStatus,
+    /// The segment authority (`pg_idgen.segment_authority`), by the database workers.
+    authority: RemoteStatus,
+}
+
+pub static STATUSES: Shared<Statuses> = Shared::new(c"pg_idgen remote status", shmem::zeroed_is_ready);
+
+/// How the lease worker's calls to the node registry went.
+pub fn registry() -> &'static RemoteStatus {
+    &STATUSES.get().registry
+}
+
+/// How the database workers' calls to the segment authority went.
+pub fn authority() -> &'static RemoteStatus {
+    &STATUSES.get().authority
+}
 
 impl RemoteStatus {
     /// Records a call that succeeded.

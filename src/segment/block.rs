@@ -7,10 +7,10 @@ use std::sync::atomic::{fence, Ordering};
 use pgrx::prelude::*;
 
 use super::next::{block_past_the_end, forget_lookup, lookup, prefetch_offset, wait_for_range, Deadline};
-use super::slot::{slots, Slot, SlotLock, FREE, LAST_GENERATION, OFFSET_BITS, OFFSET_MASK};
+use super::slot::{slots, Slot, SLOTS, FREE, LAST_GENERATION, OFFSET_BITS, OFFSET_MASK};
 use super::table::check_tag_name;
 use crate::tables::{display, TextBytes};
-use crate::{errors, shmem};
+use crate::{errors, shmem, worker};
 
 /// The largest block: a range must stay under 2^31 numbers (`slot::OFFSET_REPAIR_AT`).
 const MAX_BLOCK: i64 = 1 << 30;
@@ -30,7 +30,7 @@ fn segment_next_range(tag: TextBytes, n: i64) -> i64 {
         )
     }
     let n = n as u64;
-    shmem::shared();
+    shmem::require_preloaded();
     errors::refuse_during_recovery("segment_next_range()");
     let mut deadline = Deadline(None);
     loop {
@@ -57,7 +57,7 @@ fn segment_next_range(tag: TextBytes, n: i64) -> i64 {
                 let prefetch = prefetch_offset(len);
                 if (offset..offset + n).contains(&prefetch) {
                     slot.want_next.store(true, Ordering::Release);
-                    super::worker::wake();
+                    worker::wake();
                 }
                 return start + offset as i64;
             }
@@ -86,7 +86,7 @@ COMMENT ON FUNCTION segment_next_range(text, bigint) IS
 fn switch_for_block(slot: &Slot, tag: &[u8], version: u64, generation: u64, n: u64, deadline: &mut Deadline) -> Option<i64> {
     let waiting_at;
     {
-        let _lock = SlotLock::exclusive();
+        let _lock = SLOTS.exclusive();
         let cursor = slot.cursor.load(Ordering::Acquire);
         if slot.version.load(Ordering::Acquire) != version || cursor >> OFFSET_BITS != generation {
             return None; // retired, or switched meanwhile
@@ -118,7 +118,7 @@ fn switch_for_block(slot: &Slot, tag: &[u8], version: u64, generation: u64, n: u
                 if prefetch_offset(next_len) < n {
                     slot.want_next.store(true, Ordering::Release);
                     drop(_lock);
-                    super::worker::wake();
+                    worker::wake();
                 }
                 return Some(next_start);
             }
@@ -129,7 +129,7 @@ fn switch_for_block(slot: &Slot, tag: &[u8], version: u64, generation: u64, n: u
         // Only `want_len`: should the worker find fewer than `n` numbers left, no range is wanted.
         slot.want_len.fetch_max(n, Ordering::AcqRel);
     }
-    super::worker::wake();
+    worker::wake();
     wait_for_range(slot, tag, version, waiting_at, n, deadline.ms());
     None
 }

@@ -8,10 +8,10 @@ use std::sync::atomic::{fence, Ordering};
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 
-use super::slot::{slots, Slot, SlotLock, DROPPED, FREE, LAST_GENERATION, OFFSET_BITS, OFFSET_MASK, OFFSET_REPAIR_AT};
+use super::slot::{slots, Slot, SLOTS, DROPPED, FREE, LAST_GENERATION, OFFSET_BITS, OFFSET_MASK, OFFSET_REPAIR_AT};
 use super::table::{self, check_tag_name, unknown_tag};
 use crate::tables::{display, TextBytes};
-use crate::{clock, errors, settings, shmem};
+use crate::{clock, errors, settings, shmem, worker};
 
 thread_local! {
     /// This backend's map from tag to (slot index, slot version).
@@ -26,7 +26,7 @@ thread_local! {
 fn segment_next(tag: TextBytes) -> i64 {
     let tag = tag.0;
     check_tag_name(tag);
-    shmem::shared();
+    shmem::require_preloaded();
     errors::refuse_during_recovery("segment_next()");
     let slots = slots();
     let mut deadline = Deadline(None);
@@ -56,7 +56,7 @@ fn segment_next(tag: TextBytes) -> i64 {
             if offset < len {
                 if offset == prefetch_offset(len) {
                     slot.want_next.store(true, Ordering::Release);
-                    super::worker::wake();
+                    worker::wake();
                 }
                 return start + offset as i64;
             }
@@ -112,7 +112,7 @@ pub(super) fn prefetch_offset(len: u64) -> u64 {
 #[cold]
 fn switch_or_wait(slot: &Slot, tag: &[u8], version: u64, generation: u64, offset: u64, deadline: &mut Deadline) {
     {
-        let _lock = SlotLock::exclusive();
+        let _lock = SLOTS.exclusive();
         if slot.version.load(Ordering::Acquire) != version || slot.generation() != generation {
             return; // retired, or another call switched already: retry
         }
@@ -136,7 +136,7 @@ fn switch_or_wait(slot: &Slot, tag: &[u8], version: u64, generation: u64, offset
         }
         slot.want_next.store(true, Ordering::Release);
     }
-    super::worker::wake();
+    worker::wake();
     wait_for_range(slot, tag, version, generation, 0, deadline.ms());
 }
 
@@ -146,9 +146,8 @@ fn switch_or_wait(slot: &Slot, tag: &[u8], version: u64, generation: u64, offset
 /// the call's deadline (`pg_idgen.segment_wait_timeout`). A block call that finds the tag at its
 /// end returns: it says so itself (`block_past_the_end`).
 pub(super) fn wait_for_range(slot: &Slot, tag: &[u8], version: u64, generation: u64, block: u64, deadline_ms: i64) {
-    let state = shmem::shared();
     slot.waits.fetch_add(1, Ordering::Relaxed);
-    let cv = state.segment_loaded();
+    let cv = worker::published();
     // SAFETY: the condition variable lives in shared memory; every exit cancels the sleep.
     unsafe { pg_sys::ConditionVariablePrepareToSleep(cv) };
     let ready = || {
@@ -162,13 +161,13 @@ pub(super) fn wait_for_range(slot: &Slot, tag: &[u8], version: u64, generation: 
         let remaining = deadline_ms - clock::monotonic_millis();
         if remaining <= 0 {
             unsafe { pg_sys::ConditionVariableCancelSleep() };
-            no_range_in_time(state, tag);
+            no_range_in_time(tag);
         }
         if block > 0 {
             // A worker that found too few numbers for a larger block cleared `want_len`: ask again.
             slot.want_len.fetch_max(block, Ordering::AcqRel);
         }
-        super::worker::wake();
+        worker::wake();
         // Wakes on the worker's broadcast, a timeout, or an interrupt (it checks for those).
         // SAFETY: prepared to sleep on this condition variable above; it lives in shared memory.
         unsafe { pg_sys::ConditionVariableTimedSleep(cv, remaining.min(100) as _, pg_sys::PG_WAIT_EXTENSION) };
@@ -176,7 +175,7 @@ pub(super) fn wait_for_range(slot: &Slot, tag: &[u8], version: u64, generation: 
     unsafe { pg_sys::ConditionVariableCancelSleep() };
     // What the worker found instead of a range: say so, rather than look the tag up again.
     let (dropped, at_end) = {
-        let _lock = SlotLock::shared();
+        let _lock = SLOTS.shared();
         let mine = slot.holds(unsafe { pg_sys::MyDatabaseId }, tag);
         (
             mine && slot.state.load(Ordering::Acquire) == DROPPED,
@@ -209,10 +208,10 @@ pub(super) fn wait_for_range(slot: &Slot, tag: &[u8], version: u64, generation: 
 }
 
 #[cold]
-fn no_range_in_time(state: &shmem::SharedState, tag: &[u8]) -> ! {
+fn no_range_in_time(tag: &[u8]) -> ! {
     let timeout_ms = settings::config().segments.wait_timeout_ms;
     let tag = display(tag);
-    match super::worker::is_running() {
+    match worker::is_running() {
         Err(reason) => errors::raise(
             PgSqlErrorCode::ERRCODE_CONFIGURATION_LIMIT_EXCEEDED,
             format!("segment tag \"{tag}\" has no numbers left in shared memory: {reason}"),
@@ -228,7 +227,7 @@ fn no_range_in_time(state: &shmem::SharedState, tag: &[u8]) -> ! {
         ),
     }
     if settings::config().segments.authority.is_some() {
-        let status = &state.segment_authority;
+        let status = crate::remote::authority();
         errors::raise(
             if status.reachable() { PgSqlErrorCode::ERRCODE_LOCK_NOT_AVAILABLE } else { PgSqlErrorCode::ERRCODE_CONNECTION_FAILURE },
             format!("segment tag \"{tag}\" has no numbers left in shared memory, and the segment authority (pg_idgen.segment_authority) gave no range in time"),
@@ -291,7 +290,7 @@ fn register(tag: &[u8], deadline_ms: i64) -> (usize, u64) {
     let database = unsafe { pg_sys::MyDatabaseId };
     let slots = slots();
     let found = {
-        let _lock = SlotLock::exclusive();
+        let _lock = SLOTS.exclusive();
         match slots.iter().position(|s| s.holds(database, tag) && s.state.load(Ordering::Acquire) != DROPPED) {
             Some(index) => Some(index),
             None => slots.iter().position(|s| matches!(s.state.load(Ordering::Acquire), FREE | DROPPED)).inspect(|&free| {

@@ -5,7 +5,7 @@ use std::sync::atomic::Ordering;
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 
-use super::slot::{slots, SlotLock, HISTORY, OFFSET_BITS, OFFSET_MASK};
+use super::slot::{slots, SLOTS, HISTORY, OFFSET_BITS, OFFSET_MASK};
 use crate::tables::TextOut;
 use crate::{clock, shmem};
 
@@ -26,11 +26,11 @@ fn segment_status() -> TableIterator<
         name!(waits, i64),
     ),
 > {
-    shmem::shared();
+    shmem::require_preloaded();
     let database = unsafe { pg_sys::MyDatabaseId };
     let now = clock::wall_unix_micros() / 1_000_000;
     let mut rows = Vec::new();
-    let _lock = SlotLock::shared();
+    let _lock = SLOTS.shared();
     for slot in slots() {
         if !slot.serves(database) {
             continue;
@@ -92,11 +92,11 @@ fn segment_authority_status() -> TableIterator<
         name!(last_error, Option<String>),
     ),
 > {
-    let state = shmem::shared();
+    shmem::require_preloaded();
     let Some(authority) = &crate::settings::config().segments.authority else {
         return TableIterator::new(Vec::new());
     };
-    let status = &state.segment_authority;
+    let status = crate::remote::authority();
     let succeeded_at_us = status.succeeded_at_us.load(Ordering::Relaxed);
     let message = status.last_message();
     TableIterator::new(vec![(

@@ -6,8 +6,12 @@ use std::sync::atomic::{fence, AtomicBool, AtomicI64, AtomicU32, AtomicU64, Atom
 
 use pgrx::pg_sys;
 
-use super::{databases, served, wanted};
-use crate::{clock, settings, shmem};
+use super::databases::{self, Counted};
+use super::mix::splitmix64;
+use super::wanted;
+use crate::shmem::{self, SharedBytes};
+use crate::worker::{self, Backoff};
+use crate::{clock, settings};
 
 /// The most keys a section holds.
 pub const MAX_SECTION_KEYS: usize = 256;
@@ -26,6 +30,15 @@ pub(super) const LOADING: u32 = 1;
 pub(super) const READY: u32 = 2;
 /// The worker found no space for it (dropped meanwhile): calls get 42704.
 pub(super) const DROPPED: u32 = 3;
+
+/// What a state counts as in the lists of each database's sections.
+fn counted(state: u32) -> Counted {
+    match state {
+        READY => Counted::Ready,
+        LOADING => Counted::Loading,
+        _ => Counted::Neither,
+    }
+}
 
 /// Space names are 1 to 63 bytes, as segment tags.
 pub const MAX_SPACE_LEN: usize = 63;
@@ -81,11 +94,8 @@ pub struct Section {
     /// The last raise, and when it was published (monotonic ms): a raise used up fast doubles.
     pub(super) raise: AtomicI64,
     pub(super) raised_at_ms: AtomicI64,
-    /// When the worker may try again after failed raises, when it last warned.
-    pub(super) retry_at_ms: AtomicI64,
-    pub(super) warned_at_ms: AtomicI64,
-    /// Raises that failed in a row.
-    pub(super) failures: AtomicU32,
+    /// The pause of the section's failing raises.
+    pub(super) backoff: Backoff,
     /// The space's name, for the worker (which raises the row of this name, id and size only).
     pub(super) space_len: AtomicU32,
     pub(super) space: [AtomicU8; MAX_SPACE_LEN],
@@ -183,8 +193,7 @@ impl Section {
         self.raise.store(0, Ordering::Relaxed);
         // While LOADING, `raised_at_ms` is when the section was taken (see `find_or_take`).
         self.raised_at_ms.store(clock::monotonic_millis(), Ordering::Relaxed);
-        self.failures.store(0, Ordering::Relaxed);
-        self.retry_at_ms.store(0, Ordering::Relaxed);
+        self.backoff.reset();
         self.state.store(LOADING, Ordering::Release);
         self.want_raise.store(true, Ordering::Release);
         wanted::mark(way);
@@ -206,18 +215,16 @@ pub struct Header {
     epochs: [shmem::CacheLine<AtomicU64>; EPOCHS],
 }
 
-/// Where each part of the cache lies in its area, in bytes from the area's start.
+/// Where each part of the cache lies in its region, in bytes from its start: the header, the
+/// sections, their tags.
 struct Layout {
     sections: usize,
     tags: usize,
-    databases: usize,
-    wanted: usize,
-    served: usize,
     size: usize,
 }
 
 impl Layout {
-    fn of(count: usize, backends: usize) -> Layout {
+    fn of(count: usize) -> Layout {
         let mut at = 0;
         let mut place = |bytes: usize| {
             let start = at;
@@ -228,57 +235,33 @@ impl Layout {
         let sections = place(count * std::mem::size_of::<Section>());
         let (sets, columns) = shape(count);
         let tags = place(sets * columns * std::mem::size_of::<AtomicU64>());
-        let databases = place(databases::size(count));
-        let wanted = place(wanted::size(count));
-        let served = place(served::size(backends));
-        // The area starts after the segment slots, rounded up to a line.
-        Layout { sections, tags, databases, wanted, served, size: at + 64 }
+        Layout { sections, tags, size: at }
     }
 }
 
-/// Processes that may call: `MaxBackends` (the auxiliary processes, which never call, after them).
-pub(super) fn backends() -> usize {
-    // SAFETY: set before shared memory is sized, and never changed after.
-    usize::try_from(unsafe { pg_sys::MaxBackends }).unwrap_or(0)
-}
+/// The section cache: the region `pg_idgen sections`, laid out by `Layout`, all of it valid when
+/// zeroed (every section free, every counter 0), with the LWLock that guards taking, evicting,
+/// loading and retiring sections. Beside it, regions of its own each: the lists of each
+/// database's sections (`databases`), the marks of the sections that want a raise (`wanted`), each
+/// process's count of numbers handed out (`served`).
+pub static CACHE: SharedBytes = SharedBytes::with_lock(c"pg_idgen sections", || Layout::of(count()).size);
 
-/// The layout and where the cache starts (after the segment slots, on a cache line). Found once
-/// per process (the hot path asks on every call).
+/// The layout and where the cache starts. Found once per process (the hot path asks on every
+/// call); never in the postmaster, whose region moves with every crash-restart.
 #[inline]
 fn layout() -> &'static (Layout, usize) {
     static LAYOUT: std::sync::OnceLock<(Layout, usize)> = std::sync::OnceLock::new();
-    LAYOUT.get_or_init(|| {
-        let offset = crate::segment::slots_size().next_multiple_of(64);
-        // SAFETY: the area holds the slots, then `cache_size()` bytes (see lib.rs).
-        let start = unsafe { shmem::area().add(offset) as usize };
-        (Layout::of(settings::config().segments.seq_cache_sections, backends()), start)
-    })
+    LAYOUT.get_or_init(|| (Layout::of(count()), CACHE.start() as usize))
 }
 
-/// Bytes of shared memory the cache takes after the segment slots (with their alignment).
-pub fn cache_size() -> usize {
-    Layout::of(settings::config().segments.seq_cache_sections, backends()).size
-}
-
-/// A part of the cache's area (zeroed with the shared memory), `offset` bytes from its start.
+/// A part of the cache's region (zeroed with the shared memory), `offset` bytes from its start.
 fn part<T>(offset: impl FnOnce(&Layout) -> usize) -> *const T {
     let (layout, start) = layout();
     (start + offset(layout)) as *const T
 }
 
-/// Part offsets, for the modules that own each part.
-pub(super) fn databases_part<T>() -> *const T {
-    part(|l| l.databases)
-}
-pub(super) fn wanted_part<T>() -> *const T {
-    part(|l| l.wanted)
-}
-pub(super) fn served_part<T>() -> *const T {
-    part(|l| l.served)
-}
-
 pub(super) fn header() -> &'static Header {
-    // SAFETY: the cache area starts with the header (zeroed with the shared memory).
+    // SAFETY: the cache's region starts with the header (zeroed with the shared memory).
     unsafe { &*part::<Header>(|_| 0) }
 }
 
@@ -367,12 +350,6 @@ pub fn hash_bytes(bytes: &[u8]) -> u64 {
     splitmix64(h)
 }
 
-/// SplitMix64's finaliser: spreads every input bit over the output.
-pub(super) fn splitmix64(mut z: u64) -> u64 {
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
 
 /// A section found: its way (index in the cache), its state and the version it was found under.
 #[derive(Clone, Copy)]
@@ -406,7 +383,7 @@ pub(super) fn find(id: SectionId) -> Option<Found> {
 /// worker cannot start, its row stays locked) may be evicted: it must not hold a way of the cache
 /// for good.
 pub(super) fn find_or_take(id: SectionId, space: &[u8]) -> Option<Found> {
-    let _lock = SeqLock::exclusive();
+    let _lock = CACHE.exclusive();
     if let Some(found) = find(id) {
         return Some(found);
     }
@@ -429,7 +406,7 @@ pub(super) fn find_or_take(id: SectionId, space: &[u8]) -> Option<Found> {
         header.evictions.fetch_add(1, Ordering::Relaxed);
     }
     if old_state != FREE {
-        databases::leave(way, victim.database.load(Ordering::Relaxed), old_state);
+        databases::leave(way, victim.database.load(Ordering::Relaxed), counted(old_state));
     }
     victim.change(|| {
         victim.database.store(id.database, Ordering::Relaxed);
@@ -445,7 +422,7 @@ pub(super) fn find_or_take(id: SectionId, space: &[u8]) -> Option<Found> {
         tag_of_way(way).store(tag_of(id), Ordering::Relaxed);
         victim.load(way);
     });
-    databases::join(way, id.database, LOADING);
+    databases::join(way, id.database, Counted::Loading);
     Some(Found { way, state: LOADING, version: victim.version.load(Ordering::Acquire) })
 }
 
@@ -453,11 +430,11 @@ pub(super) fn find_or_take(id: SectionId, space: &[u8]) -> Option<Found> {
 /// been committed since. Returns the section holding `id`, or None as `find_or_take`.
 pub(super) fn retake(found: Found, id: SectionId, space: &[u8]) -> Option<Found> {
     {
-        let _lock = SeqLock::exclusive();
+        let _lock = CACHE.exclusive();
         let section = found.section();
         if section.version.load(Ordering::Acquire) == found.version && section.state.load(Ordering::Acquire) == DROPPED {
             section.change(|| section.load(found.way));
-            databases::moved(id.database, DROPPED, LOADING);
+            databases::moved(id.database, Counted::Neither, Counted::Loading);
             return Some(Found { way: found.way, state: LOADING, version: section.version.load(Ordering::Acquire) });
         }
     }
@@ -467,7 +444,7 @@ pub(super) fn retake(found: Found, id: SectionId, space: &[u8]) -> Option<Found>
 /// Changes a section's state (publishing a load, or finding its space gone), under the exclusive
 /// lock: the section's database counts it under its new state.
 pub(super) fn set_state(section: &Section, state: u32) {
-    databases::moved(section.database.load(Ordering::Relaxed), section.state.load(Ordering::Relaxed), state);
+    databases::moved(section.database.load(Ordering::Relaxed), counted(section.state.load(Ordering::Relaxed)), counted(state));
     section.state.store(state, Ordering::Release);
 }
 
@@ -480,11 +457,11 @@ pub fn retire_database(database: pg_sys::Oid) {
     }
     let database = database.to_u32();
     {
-        let _lock = SeqLock::exclusive();
+        let _lock = CACHE.exclusive();
         let all = sections();
         for way in databases::sections_of(database) {
             let section = &all[way];
-            databases::leave(way, database, section.state.load(Ordering::Relaxed));
+            databases::leave(way, database, counted(section.state.load(Ordering::Relaxed)));
             section.change_header(|| {
                 tag_of_way(way).store(0, Ordering::Relaxed);
                 section.state.store(FREE, Ordering::Release);
@@ -495,21 +472,9 @@ pub fn retire_database(database: pg_sys::Oid) {
         epoch_of(database).fetch_add(1, Ordering::AcqRel);
     }
     // SAFETY: the condition variable lives in shared memory.
-    unsafe { pg_sys::ConditionVariableBroadcast(shmem::shared().segment_loaded()) };
+    worker::notify_published();
 }
 
-/// The sections' LWLock (`shmem::seq_lock`), held while the returned guard lives.
-pub(super) struct SeqLock;
-
-impl SeqLock {
-    pub(super) fn exclusive() -> shmem::LockGuard {
-        shmem::LockGuard::exclusive(shmem::seq_lock())
-    }
-
-    pub(super) fn shared() -> shmem::LockGuard {
-        shmem::LockGuard::shared(shmem::seq_lock())
-    }
-}
 
 #[cfg(test)]
 mod tests {

@@ -15,7 +15,7 @@ use super::recent::Recent;
 use super::spaces::{check_space_name, space_inserted_here, space_row, unknown_space, Space, CREATE_SPACE};
 use super::{served, wanted};
 use crate::tables::{display, TextBytes};
-use crate::segment::worker;
+use crate::worker;
 use crate::{clock, errors, settings, shmem};
 
 thread_local! {
@@ -197,7 +197,7 @@ impl Ready {
 /// loaded by the worker while the call waits.
 #[inline]
 fn ready_section(space: &[u8], key: i64, function: &str, deadline: &mut Deadline) -> Ready {
-    shmem::shared();
+    shmem::require_preloaded();
     errors::refuse_during_recovery(function);
     // SAFETY: this backend's database.
     let database = unsafe { pg_sys::MyDatabaseId }.to_u32();
@@ -331,7 +331,7 @@ fn wait_for_limit(ready: &Ready, number: i64, space: &[u8], deadline: &mut Deadl
 /// a request the worker took up before this call's need arose may not cover it.
 fn wait_until(section: Option<(&Section, usize, u64)>, deadline: &mut Deadline, space: &[u8], done: impl Fn() -> bool) {
     let deadline_ms = deadline.ms();
-    let cv = shmem::shared().segment_loaded();
+    let cv = worker::published();
     // SAFETY: the condition variable lives in shared memory; every exit cancels the sleep.
     unsafe { pg_sys::ConditionVariablePrepareToSleep(cv) };
     let mut slept = false;
@@ -416,7 +416,7 @@ mod tests {
     /// 0xaf63dc4c8601ec8c), so a change of the hash fails this test.
     #[test]
     fn text_keys_hash_to_fixed_values() {
-        assert_eq!(hash_bytes(b"a"), crate::seq::cache::splitmix64(0xaf63_dc4c_8601_ec8c));
+        assert_eq!(hash_bytes(b"a"), crate::seq::mix::splitmix64(0xaf63_dc4c_8601_ec8c));
         assert_eq!(hash_bytes(b"a"), 198367012849983736_i64 as u64);
         assert_eq!(hash_bytes(b"alice"), -4192475849746331044_i64 as u64);
         assert_eq!(hash_bytes(b""), -780787492076525413_i64 as u64);

@@ -8,7 +8,7 @@ use pgrx::prelude::*;
 
 use super::cache::{hash_bytes, retire_database, MAX_SECTION_KEYS, MAX_SPACE_LEN};
 use crate::c_function::c_functions;
-use crate::errors;
+use crate::{errors, worker};
 use crate::tables::{self, display, TextBytes};
 
 pgrx::extension_sql_file!("spaces.sql", name = "seq_tables");
@@ -382,7 +382,7 @@ c_functions! {
                 "Numbers up to each section's max_seq may have been handed out; without the rows they would be handed out again.",
                 hint,
             ),
-            pg_sys::TRIGGER_EVENT_UPDATE if !tables::is_allocating() => {
+            pg_sys::TRIGGER_EVENT_UPDATE if !worker::is_allocating() => {
                 let (old, new) = (trigger.tg_trigtuple, trigger.tg_newtuple);
                 if is_sections {
                     if changed(relation, old, new, c"space") || changed(relation, old, new, c"section") {

@@ -5,7 +5,7 @@ use std::sync::atomic::Ordering;
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 
-use super::cache::{header, sections, SeqLock};
+use super::cache::{header, sections, CACHE};
 use super::{databases, served};
 use super::spaces::SECTION_TABLE;
 use crate::tables;
@@ -28,13 +28,13 @@ fn seq_status() -> TableIterator<
         name!(persisted_sections, i64),
     ),
 > {
-    shmem::shared();
+    shmem::require_preloaded();
     // SAFETY: this backend's database.
     let database = unsafe { pg_sys::MyDatabaseId }.to_u32();
     let header = header();
     // Running counts: what this database has, and a counter per process, not a scan of the cache.
     let (cached, loading) = {
-        let _lock = SeqLock::shared();
+        let _lock = CACHE.shared();
         databases::counts(database)
     };
     let served = served::total();

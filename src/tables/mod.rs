@@ -18,16 +18,13 @@
 //!   (`TextBytes`): they need not be UTF-8.
 //!
 //! `catalog`: finding a table and reading a row; `guard`: running pg_idgen's SQL on its tables;
-//! `text`: tags and names as bytes, in arguments, results and messages; `transaction`: the
-//! database worker's transactions.
+//! `text`: tags and names as bytes, in arguments, results and messages.
 
 
 mod catalog;
 mod guard;
 mod text;
-mod transaction;
 
 pub use catalog::{extension_table_oid, row_inserted_here, with_row};
 pub use guard::{install_analysis_guard, run_on_tables};
 pub use text::{display, text_arg, TextBytes, TextOut};
-pub use transaction::{as_allocation, caught_message, flush_last_commit, in_worker_transaction, is_allocating};
