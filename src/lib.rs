@@ -25,6 +25,7 @@ pub mod objectid;
 mod random;
 mod remote;
 mod segment;
+mod seqlock;
 mod seq;
 mod services;
 mod settings;

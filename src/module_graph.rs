@@ -29,6 +29,7 @@ const LAYERS: [(&str, &[&str]); 5] = [
             "objectid::id",
             "remote",
             "seq::mix",
+            "seqlock",
             "settings::parse",
             "uuid7::bytes",
             "worker::backoff",

@@ -51,6 +51,50 @@ pub trait Region: Sync {
     fn attach(&self, at: *mut u8, lwlocks: *mut pg_sys::LWLockPadded);
 }
 
+/// Where a region is (null until attached: the library was not preloaded), and its LWLock if it
+/// has one: what every kind of region below records, in the postmaster, for the processes it forks.
+struct Place {
+    has_lock: bool,
+    at: AtomicPtr<u8>,
+    lock: AtomicPtr<pg_sys::LWLock>,
+}
+
+impl Place {
+    const fn new(has_lock: bool) -> Place {
+        Place { has_lock, at: AtomicPtr::new(std::ptr::null_mut()), lock: AtomicPtr::new(std::ptr::null_mut()) }
+    }
+
+    /// Where the region starts, or an ERROR that says how to fix `shared_preload_libraries`.
+    #[inline]
+    fn at(&self) -> *mut u8 {
+        let at = self.at.load(Ordering::Relaxed);
+        if at.is_null() {
+            not_preloaded();
+        }
+        at
+    }
+
+    fn lwlocks(&self) -> u32 {
+        self.has_lock as u32
+    }
+
+    fn attach(&self, at: *mut u8, lwlocks: *mut pg_sys::LWLockPadded) {
+        self.at.store(at, Ordering::Relaxed);
+        // SAFETY: with a lock, the tranche holds one LWLock, which `lwlocks` points at.
+        self.lock.store(if self.has_lock { unsafe { &raw mut (*lwlocks).lock } } else { std::ptr::null_mut() }, Ordering::Relaxed);
+    }
+
+    fn exclusive(&self) -> LockGuard {
+        self.at();
+        LockGuard::exclusive(self.lock.load(Ordering::Relaxed))
+    }
+
+    fn shared(&self) -> LockGuard {
+        self.at();
+        LockGuard::shared(self.lock.load(Ordering::Relaxed))
+    }
+}
+
 /// A region that holds one `T`, all of whose fields are valid when zeroed (atomics, arrays of
 /// them), and the LWLock that guards its rare changes if it has one.
 pub struct Shared<T: 'static> {
@@ -58,44 +102,36 @@ pub struct Shared<T: 'static> {
     /// What zeroed memory needs besides to be a valid `T` (a condition variable initialised,
     /// random bytes drawn); run once per new region.
     init: unsafe fn(*mut T),
-    has_lock: bool,
-    /// Where the region is; null until attached (the library was not preloaded).
-    at: AtomicPtr<T>,
-    lock: AtomicPtr<pg_sys::LWLock>,
+    place: Place,
 }
 
 impl<T: Sync + 'static> Shared<T> {
     /// A region named `name`, with no LWLock.
     pub const fn new(name: &'static CStr, init: unsafe fn(*mut T)) -> Shared<T> {
-        Shared { name, init, has_lock: false, at: AtomicPtr::new(std::ptr::null_mut()), lock: AtomicPtr::new(std::ptr::null_mut()) }
+        Shared { name, init, place: Place::new(false) }
     }
 
     /// A region named `name`, with one LWLock (its tranche has the region's name).
     pub const fn with_lock(name: &'static CStr, init: unsafe fn(*mut T)) -> Shared<T> {
-        Shared { has_lock: true, ..Shared::new(name, init) }
+        Shared { name, init, place: Place::new(true) }
     }
 
     /// The region, or an ERROR that says how to fix a missing `shared_preload_libraries`.
     #[inline]
     pub fn get(&self) -> &'static T {
-        let at = self.at.load(Ordering::Relaxed);
-        if at.is_null() {
-            not_preloaded();
-        }
-        // SAFETY: non-null, so attached: it points at the region for the life of the server.
-        unsafe { &*at }
+        // SAFETY: attached, so it points at the region, a `T` initialised before any process could
+        // attach, for the life of the server.
+        unsafe { &*self.place.at().cast::<T>() }
     }
 
     /// Holds the region's LWLock exclusively while the guard lives.
     pub fn exclusive(&self) -> LockGuard {
-        self.get();
-        LockGuard::exclusive(self.lock.load(Ordering::Relaxed))
+        self.place.exclusive()
     }
 
     /// Holds the region's LWLock shared while the guard lives.
     pub fn shared(&self) -> LockGuard {
-        self.get();
-        LockGuard::shared(self.lock.load(Ordering::Relaxed))
+        self.place.shared()
     }
 }
 
@@ -115,7 +151,7 @@ impl<T: Sync + 'static> Region for Shared<T> {
     }
 
     fn lwlocks(&self) -> u32 {
-        self.has_lock as u32
+        self.place.lwlocks()
     }
 
     unsafe fn init(&self, at: *mut u8) {
@@ -126,53 +162,43 @@ impl<T: Sync + 'static> Region for Shared<T> {
     }
 
     fn attach(&self, at: *mut u8, lwlocks: *mut pg_sys::LWLockPadded) {
-        self.at.store(at.cast(), Ordering::Relaxed);
-        // SAFETY: with a lock, the tranche holds one LWLock, which `lwlocks` points at.
-        self.lock.store(if self.has_lock { unsafe { &raw mut (*lwlocks).lock } } else { std::ptr::null_mut() }, Ordering::Relaxed);
+        self.place.attach(at, lwlocks);
     }
 }
 
 /// A region that holds `count()` of `T` (a count that settings read at start decide), each valid
-/// when zeroed but for what `init` does to it, and the LWLock that guards their rare changes if
-/// it has one.
+/// when zeroed but for what `init` does to it, and the LWLock that guards their rare changes.
 pub struct SharedSlice<T: 'static> {
     name: &'static CStr,
     count: fn() -> usize,
     /// What a zeroed element needs besides; run on each element of a new region.
     init: unsafe fn(*mut T),
-    has_lock: bool,
-    at: AtomicPtr<T>,
-    lock: AtomicPtr<pg_sys::LWLock>,
+    place: Place,
 }
 
 impl<T: Sync + 'static> SharedSlice<T> {
     /// A region named `name` of `count()` elements, with one LWLock (its tranche has the region's
     /// name).
     pub const fn with_lock(name: &'static CStr, count: fn() -> usize, init: unsafe fn(*mut T)) -> SharedSlice<T> {
-        SharedSlice { name, count, init, has_lock: true, at: AtomicPtr::new(std::ptr::null_mut()), lock: AtomicPtr::new(std::ptr::null_mut()) }
+        SharedSlice { name, count, init, place: Place::new(true) }
     }
 
     /// The elements, or an ERROR that says how to fix a missing `shared_preload_libraries`.
     #[inline]
     pub fn get(&self) -> &'static [T] {
-        let at = self.at.load(Ordering::Relaxed);
-        if at.is_null() {
-            not_preloaded();
-        }
-        // SAFETY: non-null, so attached: `count()` initialised elements for the life of the server.
-        unsafe { std::slice::from_raw_parts(at, (self.count)()) }
+        // SAFETY: attached: `count()` elements, initialised before any process could attach, for
+        // the life of the server.
+        unsafe { std::slice::from_raw_parts(self.place.at().cast::<T>(), (self.count)()) }
     }
 
     /// Holds the region's LWLock exclusively while the guard lives.
     pub fn exclusive(&self) -> LockGuard {
-        self.get();
-        LockGuard::exclusive(self.lock.load(Ordering::Relaxed))
+        self.place.exclusive()
     }
 
     /// Holds the region's LWLock shared while the guard lives.
     pub fn shared(&self) -> LockGuard {
-        self.get();
-        LockGuard::shared(self.lock.load(Ordering::Relaxed))
+        self.place.shared()
     }
 }
 
@@ -186,7 +212,7 @@ impl<T: Sync + 'static> Region for SharedSlice<T> {
     }
 
     fn lwlocks(&self) -> u32 {
-        self.has_lock as u32
+        self.place.lwlocks()
     }
 
     unsafe fn init(&self, at: *mut u8) {
@@ -198,9 +224,7 @@ impl<T: Sync + 'static> Region for SharedSlice<T> {
     }
 
     fn attach(&self, at: *mut u8, lwlocks: *mut pg_sys::LWLockPadded) {
-        self.at.store(at.cast(), Ordering::Relaxed);
-        // SAFETY: with a lock, the tranche holds one LWLock, which `lwlocks` points at.
-        self.lock.store(if self.has_lock { unsafe { &raw mut (*lwlocks).lock } } else { std::ptr::null_mut() }, Ordering::Relaxed);
+        self.place.attach(at, lwlocks);
     }
 }
 
@@ -209,43 +233,35 @@ impl<T: Sync + 'static> Region for SharedSlice<T> {
 pub struct SharedBytes {
     name: &'static CStr,
     size: fn() -> usize,
-    has_lock: bool,
-    at: AtomicPtr<u8>,
-    lock: AtomicPtr<pg_sys::LWLock>,
+    place: Place,
 }
 
 impl SharedBytes {
     /// A region named `name` of `size()` bytes, with no LWLock.
     pub const fn new(name: &'static CStr, size: fn() -> usize) -> SharedBytes {
-        SharedBytes { name, size, has_lock: false, at: AtomicPtr::new(std::ptr::null_mut()), lock: AtomicPtr::new(std::ptr::null_mut()) }
+        SharedBytes { name, size, place: Place::new(false) }
     }
 
     /// A region named `name` of `size()` bytes, with one LWLock (its tranche has the region's name).
     pub const fn with_lock(name: &'static CStr, size: fn() -> usize) -> SharedBytes {
-        SharedBytes { has_lock: true, ..SharedBytes::new(name, size) }
+        SharedBytes { name, size, place: Place::new(true) }
     }
 
     /// Where the region starts (on a cache line), or an ERROR that says how to fix a missing
     /// `shared_preload_libraries`.
     #[inline]
     pub fn start(&self) -> *mut u8 {
-        let at = self.at.load(Ordering::Relaxed);
-        if at.is_null() {
-            not_preloaded();
-        }
-        at
+        self.place.at()
     }
 
     /// Holds the region's LWLock exclusively while the guard lives.
     pub fn exclusive(&self) -> LockGuard {
-        self.start();
-        LockGuard::exclusive(self.lock.load(Ordering::Relaxed))
+        self.place.exclusive()
     }
 
     /// Holds the region's LWLock shared while the guard lives.
     pub fn shared(&self) -> LockGuard {
-        self.start();
-        LockGuard::shared(self.lock.load(Ordering::Relaxed))
+        self.place.shared()
     }
 }
 
@@ -259,15 +275,13 @@ impl Region for SharedBytes {
     }
 
     fn lwlocks(&self) -> u32 {
-        self.has_lock as u32
+        self.place.lwlocks()
     }
 
     unsafe fn init(&self, _at: *mut u8) {}
 
     fn attach(&self, at: *mut u8, lwlocks: *mut pg_sys::LWLockPadded) {
-        self.at.store(at, Ordering::Relaxed);
-        // SAFETY: with a lock, the tranche holds one LWLock, which `lwlocks` points at.
-        self.lock.store(if self.has_lock { unsafe { &raw mut (*lwlocks).lock } } else { std::ptr::null_mut() }, Ordering::Relaxed);
+        self.place.attach(at, lwlocks);
     }
 }
 

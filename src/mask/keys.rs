@@ -23,7 +23,7 @@ use pgrx::prelude::*;
 
 use super::ff1::{Cipher, Domain};
 use crate::errors;
-use crate::tables;
+use crate::tables::{self, Owner, Row};
 
 pub const KEY_TABLE: &CStr = c"mask_key";
 /// The first line of an exported key text; its number is the format's version.
@@ -236,6 +236,7 @@ fn require_table() -> pg_sys::Oid {
     })
 }
 
+
 /// Every key version's bytes, ascending, read through the C API with a fresh snapshot (also in
 /// parallel workers and on a hot standby; no row security applies to it).
 fn read_material(table: pg_sys::Oid) -> Vec<Material> {
@@ -245,20 +246,14 @@ fn read_material(table: pg_sys::Oid) -> Vec<Material> {
     // is not a catalog), and closed; the lock is kept to the end of the transaction.
     unsafe {
         let relation = pg_sys::table_open(table, pg_sys::AccessShareLock as i32);
-        let attribute = |name: &CStr| pg_sys::get_attnum(table, name.as_ptr()) as i32;
-        let (version_at, aes_at, check_at) = (attribute(c"version"), attribute(c"aes_key"), attribute(c"check_key"));
         let scan = pg_sys::systable_beginscan(relation, pg_sys::InvalidOid, false, std::ptr::null_mut(), 0, std::ptr::null_mut());
         loop {
             let tuple = pg_sys::systable_getnext(scan);
             if tuple.is_null() {
                 break;
             }
-            let desc = (*relation).rd_att;
-            let mut null = false;
-            let version = i32::from_datum(pg_sys::heap_getattr(tuple, version_at, desc, &mut null), null);
-            let aes_key = <&[u8]>::from_datum(pg_sys::heap_getattr(tuple, aes_at, desc, &mut null), null).map(<[u8]>::to_vec);
-            let check_key = <&[u8]>::from_datum(pg_sys::heap_getattr(tuple, check_at, desc, &mut null), null).map(<[u8]>::to_vec);
-            match (version, aes_key, check_key) {
+            let row = Row::new(relation, tuple, Owner::Table("mask_key"));
+            match (row.int(c"version"), row.bytes(c"aes_key"), row.bytes(c"check_key")) {
                 (Some(version), Some(aes_key), Some(check_key)) if version > 0 => {
                     found.push(Material { version: version as u32, aes_key, check_key })
                 }

@@ -336,17 +336,16 @@ fn node_lease_status() -> TableIterator<
     let word = lease.word.load(Acquire);
     let node_id = node_of(word);
     let renewed_at_us = lease.renewed_at_us.load(Relaxed);
-    let registry = remote::registry();
-    let message = registry.last_message();
+    let (failures_in_a_row, failures, last_error) = remote::registry().failures_shown();
     let row = (
         remote::describe_conninfo(&lease_config.registry),
         node_id.map(|n| n as i32),
         if errors::recovery_is_over() { Phase::from_u32(lease.phase.load(Relaxed)).name().to_string() } else { "standby".to_string() },
         node_id.map(|_| (lease.deadline_boot_us.load(Relaxed) - boot_micros()).max(0) / 1000),
         (renewed_at_us != 0).then(|| clock::unix_micros_to_timestamptz(renewed_at_us)),
-        registry.failures_in_a_row.load(Relaxed) as i64,
-        registry.failures.load(Relaxed) as i64,
-        (!message.is_empty()).then_some(message),
+        failures_in_a_row,
+        failures,
+        last_error,
         Some(lease.worker_pid.load(Relaxed)).filter(|&pid| pid != 0),
     );
     TableIterator::new(vec![row])

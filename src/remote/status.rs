@@ -75,6 +75,13 @@ impl RemoteStatus {
         self.failures_in_a_row.load(Relaxed) == 0 && self.succeeded_at_us.load(Relaxed) != 0
     }
 
+    /// What the status functions show of the failures: in a row, in all, and the last one's
+    /// message (None when the last call succeeded).
+    pub fn failures_shown(&self) -> (i64, i64, Option<String>) {
+        let message = self.last_message();
+        (self.failures_in_a_row.load(Relaxed) as i64, self.failures.load(Relaxed) as i64, (!message.is_empty()).then_some(message))
+    }
+
     /// The last failure's message ("" when the last call succeeded).
     pub fn last_message(&self) -> String {
         loop {

@@ -2,14 +2,15 @@
 //! loaders and pooled optimizers (Hibernate's `pooled`, which hands out `[first, first + n)`
 //! itself). The protocol is in `segment` (mod.rs), after the hot path's.
 
-use std::sync::atomic::{fence, Ordering};
+use std::sync::atomic::Ordering;
 
 use pgrx::prelude::*;
 
-use super::next::{block_past_the_end, forget_lookup, lookup, prefetch_offset, wait_for_range, Deadline};
+use super::next::{block_past_the_end, forget_lookup, lookup, prefetch_offset, wait_for_range};
 use super::slot::{slots, Slot, SLOTS, FREE, LAST_GENERATION, OFFSET_BITS, OFFSET_MASK};
-use super::table::check_tag_name;
+use super::table::TAG;
 use crate::tables::{display, TextBytes};
+use crate::worker::wait::Deadline;
 use crate::{errors, shmem, worker};
 
 /// The largest block: a range must stay under 2^31 numbers (`slot::OFFSET_REPAIR_AT`).
@@ -20,7 +21,7 @@ const MAX_BLOCK: i64 = 1 << 30;
 /// `segment_next()`'s, and taken atomically.
 fn segment_next_range(tag: TextBytes, n: i64) -> i64 {
     let tag = tag.0;
-    check_tag_name(tag);
+    TAG.check(tag);
     if !(1..=MAX_BLOCK).contains(&n) {
         errors::raise(
             PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
@@ -32,12 +33,12 @@ fn segment_next_range(tag: TextBytes, n: i64) -> i64 {
     let n = n as u64;
     shmem::require_preloaded();
     errors::refuse_during_recovery("segment_next_range()");
-    let mut deadline = Deadline(None);
+    let mut deadline = Deadline::new();
     loop {
         pgrx::check_for_interrupts!();
         let (index, version) = lookup(tag, &mut deadline);
         let slot = &slots()[index];
-        if slot.version.load(Ordering::Acquire) != version {
+        if slot.version.read() != version {
             forget_lookup(tag);
             continue;
         }
@@ -49,8 +50,7 @@ fn segment_next_range(tag: TextBytes, n: i64) -> i64 {
                 if slot.cursor.compare_exchange(cursor, cursor + n, Ordering::AcqRel, Ordering::Relaxed).is_err() {
                     continue;
                 }
-                fence(Ordering::Acquire);
-                if slot.version.load(Ordering::Relaxed) != version {
+                if !slot.version.still(version) {
                     forget_lookup(tag); // retired meanwhile: the block is a gap
                     continue;
                 }
@@ -88,7 +88,7 @@ fn switch_for_block(slot: &Slot, tag: &[u8], version: u64, generation: u64, n: u
     {
         let _lock = SLOTS.exclusive();
         let cursor = slot.cursor.load(Ordering::Acquire);
-        if slot.version.load(Ordering::Acquire) != version || cursor >> OFFSET_BITS != generation {
+        if slot.version.read() != version || cursor >> OFFSET_BITS != generation {
             return None; // retired, or switched meanwhile
         }
         let current_len = slot.ranges[generation as usize % 2].read(generation).map_or(0, |(_, len)| len);
@@ -130,6 +130,6 @@ fn switch_for_block(slot: &Slot, tag: &[u8], version: u64, generation: u64, n: u
         slot.want_len.fetch_max(n, Ordering::AcqRel);
     }
     worker::wake();
-    wait_for_range(slot, tag, version, waiting_at, n, deadline.ms());
+    wait_for_range(slot, tag, version, waiting_at, n, deadline);
     None
 }

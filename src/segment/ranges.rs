@@ -114,7 +114,7 @@ fn needs(database: pg_sys::Oid) -> Vec<Need> {
         };
         // A block call waits for a range that holds its whole block.
         let step = step.max(block);
-        needs.push(Need { index, version: slot.version.load(Ordering::Acquire), generation: wanted, tag: slot.tag(), step, block });
+        needs.push(Need { index, version: slot.version.read(), generation: wanted, tag: slot.tag(), step, block });
     }
     needs
 }
@@ -125,7 +125,7 @@ fn publish(need: &Need, outcome: &Outcome) -> bool {
     let slot = &slots()[need.index];
     let now_ms = clock::monotonic_millis();
     let _lock = SLOTS.exclusive();
-    if slot.version.load(Ordering::Acquire) != need.version {
+    if slot.version.read() != need.version {
         return false;
     }
     // Only the range the slot wants next, and only once: a range published twice for one

@@ -5,12 +5,12 @@ use std::sync::atomic::{fence, AtomicBool, AtomicI64, AtomicU32, AtomicU64, Atom
 
 use pgrx::pg_sys;
 
+use crate::seqlock::Seqlock;
 use crate::settings;
+use crate::tables::MAX_NAME_LEN;
 use crate::worker::Backoff;
 use crate::shmem::{self, CacheLine, SharedSlice};
 
-/// Tags are 1 to 63 bytes.
-pub const MAX_TAG_LEN: usize = 63;
 pub(super) const OFFSET_BITS: u32 = 32;
 pub(super) const OFFSET_MASK: u64 = (1 << OFFSET_BITS) - 1;
 /// An offset this large is past every range (ranges hold under 2^31 numbers): the slow path sets
@@ -68,11 +68,11 @@ pub struct Slot {
     /// Taken by fetch_add on every call, so on a cache line of its own.
     pub(super) cursor: CacheLine<AtomicU64>,
     pub(super) ranges: [RangeCell; 2],
-    pub(super) version: AtomicU64,
+    pub(super) version: Seqlock,
     pub(super) state: AtomicU32,
     pub(super) database: AtomicU32,
     pub(super) tag_len: AtomicU32,
-    pub(super) tag: [AtomicU8; MAX_TAG_LEN],
+    pub(super) tag: [AtomicU8; MAX_NAME_LEN],
     /// The next range is wanted (prefetch share reached, or a call is waiting).
     pub(super) want_next: AtomicBool,
     /// The least length a block call (`segment_next_range`) needs from the next range; 0: none.
@@ -148,17 +148,9 @@ impl Slot {
         self.issued_before.load(Ordering::Relaxed) + in_current
     }
 
-    /// Changes what the slot is, between two version bumps (odd while changing). Under the lock.
-    pub(super) fn change(&self, f: impl FnOnce()) {
-        self.version.fetch_add(1, Ordering::AcqRel);
-        fence(Ordering::Release);
-        f();
-        self.version.fetch_add(1, Ordering::Release);
-    }
-
     /// Gives the free slot to a tag. Under the lock.
     pub(super) fn take(&self, database: pg_sys::Oid, tag: &[u8]) {
-        self.change(|| {
+        self.version.change(|| {
             for (cell, &byte) in self.tag.iter().zip(tag) {
                 cell.store(byte, Ordering::Relaxed);
             }
@@ -188,7 +180,7 @@ impl Slot {
 
     /// Sets the state (FREE retires the cache: the next call looks the tag up again). Under the lock.
     pub(super) fn set_state(&self, state: u32) {
-        self.change(|| self.state.store(state, Ordering::Release));
+        self.version.change(|| self.state.store(state, Ordering::Release));
     }
 }
 

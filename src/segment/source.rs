@@ -239,7 +239,7 @@ fn pg_idgen_segment_allocate(
     min_len: i64,
     fcinfo: pg_sys::FunctionCallInfo,
 ) -> TableIterator<'static, (name!(max_id, i64), name!(len, i64))> {
-    table::check_tag_name(tag.0);
+    table::TAG.check(tag.0);
     refuse_unless_committed_alone(fcinfo);
     if !(0..=i32::MAX as i64).contains(&min_len) {
         crate::errors::raise(
@@ -269,7 +269,7 @@ fn pg_idgen_segment_allocate(
     // SAFETY: pops the nest level opened above.
     unsafe { pg_sys::AtEOXact_GUC(true, level) };
     match allocated {
-        Ok(row) => TableIterator::new(row.into_iter()),
+        Ok(row) => TableIterator::new(row),
         Err(message) => crate::errors::raise(PgSqlErrorCode::ERRCODE_INTERNAL_ERROR, message, None, None),
     }
 }

@@ -11,10 +11,10 @@ use std::ffi::CStr;
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 
-use super::slot::{retire_database, retire_tag, MAX_TAG_LEN};
+use super::slot::{retire_database, retire_tag};
 use crate::c_function::c_functions;
 use crate::{errors, worker};
-use crate::tables::{self, display, extension_table_oid, with_row};
+use crate::tables::{self, display, extension_table_oid, with_row, Name, Owner, Row};
 
 pgrx::extension_sql_file!("table.sql", name = "segment_table");
 
@@ -76,53 +76,9 @@ pub fn run_on_tag_table<T>(table: pg_sys::Oid, statement: &str, run: impl FnOnce
 // Keeping the cache in step with the table
 // ---------------------------------------------------------------------------------------------
 
-/// The attribute number of column `name` of `relation`, which must be of type `type_oid`: the
-/// trigger reads the tag table's own columns, and nothing else.
-///
-/// # Safety
-/// `relation` is open.
-unsafe fn column(relation: pg_sys::Relation, name: &CStr, type_oid: pg_sys::Oid) -> i16 {
-    // SAFETY: per the function's contract.
-    let (attnum, actual) = unsafe {
-        let attnum = pg_sys::get_attnum((*relation).rd_id, name.as_ptr());
-        (attnum, if attnum > 0 { pg_sys::get_atttype((*relation).rd_id, attnum) } else { pg_sys::InvalidOid })
-    };
-    if actual != type_oid {
-        errors::raise(
-            PgSqlErrorCode::ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED,
-            format!("pg_idgen_segment_tag_changed() fired on a table without the {} column of segment_tag", name.to_string_lossy()),
-            None,
-            None,
-        );
-    }
-    attnum
-}
-
-/// The text of a tuple's attribute `name` as bytes, or None when NULL.
-///
-/// # Safety
-/// `tuple` is a valid tuple of `relation`.
-unsafe fn attribute_bytes(relation: pg_sys::Relation, tuple: pg_sys::HeapTuple, name: &CStr) -> Option<Vec<u8>> {
-    // SAFETY: per the function's contract.
-    unsafe {
-        let attnum = column(relation, name, pg_sys::TEXTOID);
-        let mut null = false;
-        let datum = pg_sys::heap_getattr(tuple, attnum as i32, (*relation).rd_att, &mut null);
-        (!null).then(|| <&[u8]>::from_polymorphic_datum(datum, false, pg_sys::TEXTOID).unwrap_or_default().to_vec())
-    }
-}
-
-/// # Safety
-/// As `attribute_bytes`; the attribute is a bigint.
-unsafe fn attribute_i64(relation: pg_sys::Relation, tuple: pg_sys::HeapTuple, name: &CStr) -> Option<i64> {
-    // SAFETY: per the function's contract.
-    unsafe {
-        let attnum = column(relation, name, pg_sys::INT8OID);
-        let mut null = false;
-        let datum = pg_sys::heap_getattr(tuple, attnum as i32, (*relation).rd_att, &mut null);
-        i64::from_datum(datum, null)
-    }
-}
+/// The trigger reads the tag table's own columns, and nothing else: a table without one of them
+/// is refused.
+const TRIGGER: Owner = Owner::Trigger { function: "pg_idgen_segment_tag_changed()", table: "segment_tag" };
 
 c_functions! {
     /// The trigger on `segment_tag` (AFTER UPDATE OR DELETE FOR EACH ROW, AFTER TRUNCATE): retires
@@ -134,15 +90,15 @@ let trigger = crate::c_function::trigger_data(fcinfo, "pg_idgen_segment_tag_chan
         match trigger.tg_event & pg_sys::TRIGGER_EVENT_OPMASK {
             pg_sys::TRIGGER_EVENT_TRUNCATE => retire_database(pg_sys::MyDatabaseId),
             pg_sys::TRIGGER_EVENT_DELETE => {
-                if let Some(tag) = attribute_bytes(relation, trigger.tg_trigtuple, c"tag") {
+                if let Some(tag) = Row::new(relation, trigger.tg_trigtuple, TRIGGER).text(c"tag") {
                     retire_tag(pg_sys::MyDatabaseId, &tag);
                 }
             }
             pg_sys::TRIGGER_EVENT_UPDATE if !worker::is_allocating() => {
-                let (old, new) = (trigger.tg_trigtuple, trigger.tg_newtuple);
-                let old_tag = attribute_bytes(relation, old, c"tag");
-                let new_tag = attribute_bytes(relation, new, c"tag");
-                let (old_max, new_max) = (attribute_i64(relation, old, c"max_id"), attribute_i64(relation, new, c"max_id"));
+                let old = Row::new(relation, trigger.tg_trigtuple, TRIGGER);
+                let new = Row::new(relation, trigger.tg_newtuple, TRIGGER);
+                let (old_tag, new_tag) = (old.text(c"tag"), new.text(c"tag"));
+                let (old_max, new_max) = (old.bigint(c"max_id"), new.bigint(c"max_id"));
                 if let (Some(old_max), Some(new_max)) = (old_max, new_max) {
                     if new_max < old_max {
                         errors::raise(
@@ -168,28 +124,10 @@ let trigger = crate::c_function::trigger_data(fcinfo, "pg_idgen_segment_tag_chan
     }
 }
 
-/// Tags are 1 to 63 bytes: checked before any lookup.
-pub fn check_tag_name(tag: &[u8]) {
-    if tag.is_empty() || tag.len() > MAX_TAG_LEN {
-        errors::raise(
-            PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
-            format!("invalid segment tag \"{}\"", display(&tag[..tag.len().min(80)])),
-            Some(format!("A tag is 1 to {MAX_TAG_LEN} bytes long, not {}.", tag.len())),
-            None,
-        )
-    }
-}
+/// Segment tags, in the words of their errors.
+pub(super) const TAG: Name = Name { kind: "segment tag", called: "A tag" };
 
 /// The hint for a tag that a call needs and that does not exist here.
 pub(super) const CREATE_TAG: &str = "Create it with segment_create(tag).";
 
-#[cold]
-pub(super) fn unknown_tag(tag: &[u8], detail: &str, hint: Option<&str>) -> ! {
-    errors::raise(
-        PgSqlErrorCode::ERRCODE_UNDEFINED_OBJECT,
-        format!("segment tag \"{}\" does not exist", display(tag)),
-        Some(detail.into()),
-        hint,
-    )
-}
 

@@ -4,7 +4,7 @@
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 
-use super::table::{self, check_tag_name, unknown_tag};
+use super::table::{self, TAG};
 use crate::tables::{self, display, TextBytes};
 use crate::errors;
 
@@ -25,7 +25,7 @@ fn segment_create(
         )
     };
     let tag = tag.0;
-    check_tag_name(tag);
+    TAG.check(tag);
     // With an authority, this server's tags are the authority's: a local one would never be
     // served, and a conversion that made one would switch a column to the authority's numbers.
     if crate::settings::config().segments.authority.is_some() {
@@ -83,14 +83,14 @@ fn segment_drop(tag: Option<TextBytes>) {
     let Some(tag) = tag else {
         errors::raise(PgSqlErrorCode::ERRCODE_NULL_VALUE_NOT_ALLOWED, "segment_drop: tag must not be NULL".into(), None, None)
     };
-    check_tag_name(tag.0);
+    TAG.check(tag.0);
     let table = table::require_tag_table();
     let deleted = table::run_on_tag_table(table, "DELETE FROM ONLY {table} WHERE tag OPERATOR(pg_catalog.=) $1 RETURNING true", |sql| {
         Spi::get_one_with_args::<bool>(sql, &[tables::text_arg(tag.0)])
     })
     .unwrap_or_else(|message| errors::raise(PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE, message, None, None));
     if !matches!(deleted, Ok(Some(true))) {
-        unknown_tag(tag.0, "It is not in the tag table.", None);
+        TAG.unknown(tag.0, "It is not in the tag table.", None);
     }
 }
 

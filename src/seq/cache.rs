@@ -2,14 +2,16 @@
 //! taking and retiring them, and where every part of the cache's memory lies. The protocol is
 //! stated once, in `seq` (mod.rs).
 
-use std::sync::atomic::{fence, AtomicBool, AtomicI64, AtomicU32, AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, AtomicU8, Ordering};
 
 use pgrx::pg_sys;
 
 use super::databases::{self, Counted};
 use super::mix::splitmix64;
 use super::wanted;
+use crate::seqlock::Seqlock;
 use crate::shmem::{self, SharedBytes};
+use crate::tables::MAX_NAME_LEN;
 use crate::worker::{self, Backoff};
 use crate::{clock, settings};
 
@@ -40,8 +42,6 @@ fn counted(state: u32) -> Counted {
     }
 }
 
-/// Space names are 1 to 63 bytes, as segment tags.
-pub const MAX_SPACE_LEN: usize = 63;
 
 /// Which section a cache entry holds. Why the name's hash and the section size besides the id:
 /// ids can be given again (an extension created anew starts them from 1; a table owner can
@@ -75,7 +75,7 @@ pub struct Line {
 #[repr(C, align(64))]
 pub struct Section {
     /// Odd while the section changes what it holds (taken, loaded, retired); even otherwise.
-    pub(super) version: AtomicU64,
+    pub(super) version: Seqlock,
     pub(super) state: AtomicU32,
     pub(super) database: AtomicU32,
     pub(super) space_id: AtomicU32,
@@ -98,7 +98,7 @@ pub struct Section {
     pub(super) backoff: Backoff,
     /// The space's name, for the worker (which raises the row of this name, id and size only).
     pub(super) space_len: AtomicU32,
-    pub(super) space: [AtomicU8; MAX_SPACE_LEN],
+    pub(super) space: [AtomicU8; MAX_NAME_LEN],
     /// A raise is wanted (prefetch reached, or a call waits); `wanted` has the section's mark.
     pub(super) want_raise: AtomicBool,
     pub(super) lines: [Line; LINES],
@@ -109,20 +109,18 @@ impl Section {
     /// under (a seqlock read).
     #[inline]
     pub(super) fn read_id(&self) -> Option<(SectionId, u32, u64)> {
-        let version = self.version.load(Ordering::Acquire);
-        if version & 1 == 1 {
-            return None;
-        }
-        let state = self.state.load(Ordering::Relaxed);
-        let id = SectionId {
-            database: self.database.load(Ordering::Relaxed),
-            space_id: self.space_id.load(Ordering::Relaxed),
-            section_keys: self.section_keys.load(Ordering::Relaxed),
-            space_hash: self.space_hash.load(Ordering::Relaxed),
-            section: self.section.load(Ordering::Relaxed),
+        let read = || {
+            let state = self.state.load(Ordering::Relaxed);
+            let id = SectionId {
+                database: self.database.load(Ordering::Relaxed),
+                space_id: self.space_id.load(Ordering::Relaxed),
+                section_keys: self.section_keys.load(Ordering::Relaxed),
+                space_hash: self.space_hash.load(Ordering::Relaxed),
+                section: self.section.load(Ordering::Relaxed),
+            };
+            (id, state)
         };
-        fence(Ordering::Acquire);
-        (self.version.load(Ordering::Relaxed) == version && state != FREE).then_some((id, state, version))
+        self.version.read_with(read).filter(|((_, state), _)| *state != FREE).map(|((id, state), version)| (id, state, version))
     }
 
     /// The counter of the key at `index` in the section, and its line.
@@ -140,16 +138,7 @@ impl Section {
     /// Changes what the section is, between two version bumps (odd while changing), which every
     /// line's stamp follows. Under the exclusive lock.
     pub(super) fn change(&self, f: impl FnOnce()) {
-        let odd = self.version.fetch_add(1, Ordering::AcqRel) + 1;
-        for line in &self.lines {
-            line.stamp.store(odd, Ordering::Relaxed);
-        }
-        fence(Ordering::Release);
-        f();
-        for line in &self.lines {
-            line.stamp.store(odd + 1, Ordering::Release);
-        }
-        self.version.store(odd + 1, Ordering::Release);
+        self.version.change_mirrored(self.lines.iter().map(|line| &line.stamp), f);
     }
 
     /// Changes the section's header only (retiring it: 40 lines fewer to write): its lines keep
@@ -157,15 +146,12 @@ impl Section {
     /// database's retire epoch, moved on after this, sends such calls to the header instead. Under
     /// the exclusive lock.
     fn change_header(&self, f: impl FnOnce()) {
-        self.version.fetch_add(1, Ordering::AcqRel);
-        fence(Ordering::Release);
-        f();
-        self.version.fetch_add(1, Ordering::Release);
+        self.version.change(f);
     }
 
     /// The space's name as the section was taken for it.
     pub(super) fn space(&self) -> Vec<u8> {
-        let len = (self.space_len.load(Ordering::Acquire) as usize).min(MAX_SPACE_LEN);
+        let len = (self.space_len.load(Ordering::Acquire) as usize).min(MAX_NAME_LEN);
         self.space[..len].iter().map(|b| b.load(Ordering::Relaxed)).collect()
     }
 
@@ -417,13 +403,13 @@ pub(super) fn find_or_take(id: SectionId, space: &[u8]) -> Option<Found> {
         for (cell, &byte) in victim.space.iter().zip(space) {
             cell.store(byte, Ordering::Relaxed);
         }
-        victim.space_len.store(space.len().min(MAX_SPACE_LEN) as u32, Ordering::Relaxed);
+        victim.space_len.store(space.len().min(MAX_NAME_LEN) as u32, Ordering::Relaxed);
         victim.last_used.store(now, Ordering::Relaxed);
         tag_of_way(way).store(tag_of(id), Ordering::Relaxed);
         victim.load(way);
     });
     databases::join(way, id.database, Counted::Loading);
-    Some(Found { way, state: LOADING, version: victim.version.load(Ordering::Acquire) })
+    Some(Found { way, state: LOADING, version: victim.version.read() })
 }
 
 /// Takes a section the worker found no space for (DROPPED) again for `id`: the space may have
@@ -432,10 +418,10 @@ pub(super) fn retake(found: Found, id: SectionId, space: &[u8]) -> Option<Found>
     {
         let _lock = CACHE.exclusive();
         let section = found.section();
-        if section.version.load(Ordering::Acquire) == found.version && section.state.load(Ordering::Acquire) == DROPPED {
+        if section.version.read() == found.version && section.state.load(Ordering::Acquire) == DROPPED {
             section.change(|| section.load(found.way));
             databases::moved(id.database, Counted::Neither, Counted::Loading);
-            return Some(Found { way: found.way, state: LOADING, version: section.version.load(Ordering::Acquire) });
+            return Some(Found { way: found.way, state: LOADING, version: section.version.read() });
         }
     }
     find_or_take(id, space)
@@ -555,6 +541,5 @@ mod tests {
         assert_eq!(std::mem::size_of::<super::Section>(), 2944);
         assert_eq!(std::mem::align_of::<super::Section>(), 64);
         assert_eq!(std::mem::offset_of!(super::Section, lines), 192);
-        assert!(super::LINES * super::LINE_KEYS >= super::MAX_SECTION_KEYS);
     }
 }

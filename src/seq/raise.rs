@@ -218,7 +218,7 @@ pub fn needs(database: pg_sys::Oid) -> Vec<Need> {
         let fast = previous > 0 && now_ms - section.raised_at_ms.load(Ordering::Relaxed) < FAST_RAISE_MS;
         needs.push(Need {
             index,
-            version: section.version.load(Ordering::Acquire),
+            version: section.version.read(),
             space_id: section.space_id.load(Ordering::Relaxed),
             space: section.space(),
             section_keys: section.section_keys.load(Ordering::Relaxed),
@@ -237,7 +237,7 @@ pub fn publish(need: &Need, outcome: &Outcome) -> bool {
     let section = &sections()[need.index];
     let now_ms = clock::monotonic_millis();
     let _lock = CACHE.exclusive();
-    if section.version.load(Ordering::Acquire) != need.version {
+    if section.version.read() != need.version {
         return false;
     }
     match *outcome {

@@ -6,10 +6,10 @@ use std::ffi::CStr;
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 
-use super::cache::{hash_bytes, retire_database, MAX_SECTION_KEYS, MAX_SPACE_LEN};
+use super::cache::{hash_bytes, retire_database, MAX_SECTION_KEYS};
 use crate::c_function::c_functions;
 use crate::{errors, worker};
-use crate::tables::{self, display, TextBytes};
+use crate::tables::{self, display, Name, Owner, Row, TextBytes};
 
 pgrx::extension_sql_file!("spaces.sql", name = "seq_tables");
 
@@ -27,36 +27,12 @@ pub struct Space {
     pub hash: u64,
 }
 
-/// Space names are 1 to 63 bytes: checked before any lookup.
-pub fn check_space_name(space: &[u8]) {
-    if space.is_empty() || space.len() > MAX_SPACE_LEN {
-        errors::raise(
-            PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
-            format!(
-                "invalid sequence space \"{}\"",
-                display(&space[..space.len().min(80)])
-            ),
-            Some(format!(
-                "A space name is 1 to {MAX_SPACE_LEN} bytes long, not {}.",
-                space.len()
-            )),
-            None,
-        )
-    }
-}
+/// Sequence spaces, in the words of their errors.
+pub const SPACE: Name = Name { kind: "sequence space", called: "A space name" };
 
 /// The hint for a space that a call needs and that does not exist here.
 pub const CREATE_SPACE: &str = "Create it with seq_space_create(space).";
 
-#[cold]
-pub fn unknown_space(space: &[u8], detail: &str, hint: Option<&str>) -> ! {
-    errors::raise(
-        PgSqlErrorCode::ERRCODE_UNDEFINED_OBJECT,
-        format!("sequence space \"{}\" does not exist", display(space)),
-        Some(detail.into()),
-        hint,
-    )
-}
 
 /// Whether the space's row is one this transaction inserted and has not committed.
 pub fn space_inserted_here(space: &[u8], deadline_ms: i64) -> bool {
@@ -80,35 +56,14 @@ pub fn space_row(space: &[u8], deadline_ms: i64) -> Option<Space> {
         deadline_ms,
         &what,
         |relation, tuple| {
-            // SAFETY: the tuple is the open relation's.
-            let int = |name: &CStr| unsafe { attribute_i32(relation, tuple, name) };
+            // SAFETY: the tuple is the open relation's, valid while `read` runs.
+            let row = unsafe { Row::new(relation, tuple, Owner::Table("seq_space")) };
+            let int = |name: &CStr| row.int(name).unwrap_or(0);
             Space { id: int(c"id") as u32, section_keys: int(c"section_keys") as u32, hash: hash_bytes(space) }
         },
     )
 }
 
-/// # Safety
-/// `tuple` is a valid tuple of the open `relation`.
-unsafe fn attribute_i32(relation: pg_sys::Relation, tuple: pg_sys::HeapTuple, name: &CStr) -> i32 {
-    // SAFETY: per the function's contract; the column's type is checked before it is read.
-    unsafe {
-        let attnum = pg_sys::get_attnum((*relation).rd_id, name.as_ptr());
-        if attnum <= 0 || pg_sys::get_atttype((*relation).rd_id, attnum) != pg_sys::INT4OID {
-            errors::raise(
-                PgSqlErrorCode::ERRCODE_DATA_CORRUPTED,
-                format!(
-                    "pg_idgen's seq_space has no int column {}",
-                    name.to_string_lossy()
-                ),
-                None,
-                None,
-            );
-        }
-        let mut null = false;
-        let datum = pg_sys::heap_getattr(tuple, attnum as i32, (*relation).rd_att, &mut null);
-        i32::from_datum(datum, null).unwrap_or(0)
-    }
-}
 
 fn require_tables() -> (pg_sys::Oid, pg_sys::Oid) {
     match (tables::extension_table_oid(SPACE_TABLE), tables::extension_table_oid(SECTION_TABLE)) {
@@ -139,7 +94,7 @@ fn seq_space_create(
         )
     };
     let space = space.0;
-    check_space_name(space);
+    SPACE.check(space);
     if step < 1 {
         errors::raise(
             PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
@@ -221,7 +176,7 @@ fn seq_space_drop(space: Option<TextBytes>) {
             None,
         )
     };
-    check_space_name(space.0);
+    SPACE.check(space.0);
     // Why: under REPEATABLE READ the DELETE of the sections would not see a section the worker
     // inserted after this transaction's snapshot, and a space created again under the name would
     // continue from that row.
@@ -252,7 +207,7 @@ fn seq_space_drop(space: Option<TextBytes>) {
         |sql| Spi::get_one_with_args::<bool>(sql, &[tables::text_arg(space.0)]),
     );
     if deleted != Some(true) {
-        unknown_space(space.0, "It is not in seq_space.", None);
+        SPACE.unknown(space.0, "It is not in seq_space.", None);
     }
     run_or_raise(&[("{sections}", sections)], "DELETE FROM ONLY {sections} WHERE space OPERATOR(pg_catalog.=) $1", |sql| {
         Spi::run_with_args(sql, &[tables::text_arg(space.0)])
@@ -303,54 +258,9 @@ fn refuse(message: String, detail: &str, hint: &str) -> ! {
     )
 }
 
-/// The value of a tuple's column as a datum, and whether it is NULL.
-///
-/// # Safety
-/// `tuple` is a valid tuple of the open `relation`.
-unsafe fn column(
-    relation: pg_sys::Relation,
-    tuple: pg_sys::HeapTuple,
-    name: &CStr,
-) -> Option<pg_sys::Datum> {
-    // SAFETY: per the function's contract.
-    unsafe {
-        let attnum = pg_sys::get_attnum((*relation).rd_id, name.as_ptr());
-        if attnum <= 0 {
-            return None;
-        }
-        let mut null = false;
-        let datum = pg_sys::heap_getattr(tuple, attnum as i32, (*relation).rd_att, &mut null);
-        (!null).then_some(datum)
-    }
-}
-
-/// Whether the column differs between two tuples of a table: int and bigint by value, text by
-/// its bytes (the columns it is asked about).
-///
-/// # Safety
-/// Both tuples are valid tuples of the open `relation`.
-unsafe fn changed(
-    relation: pg_sys::Relation,
-    old: pg_sys::HeapTuple,
-    new: pg_sys::HeapTuple,
-    name: &CStr,
-) -> bool {
-    // SAFETY: per the function's contract.
-    unsafe {
-        let attnum = pg_sys::get_attnum((*relation).rd_id, name.as_ptr());
-        let is_text =
-            attnum > 0 && pg_sys::get_atttype((*relation).rd_id, attnum) == pg_sys::TEXTOID;
-        let bytes = |d: pg_sys::Datum| {
-            <&[u8]>::from_polymorphic_datum(d, false, pg_sys::TEXTOID).unwrap_or_default()
-        };
-        match (column(relation, old, name), column(relation, new, name)) {
-            (Some(a), Some(b)) if is_text => bytes(a) != bytes(b),
-            (Some(a), Some(b)) => a.value() != b.value(),
-            (None, None) => false,
-            _ => true,
-        }
-    }
-}
+/// The trigger reads the tables' own columns, and nothing else: a table without one of them is
+/// refused.
+const TRIGGER: Owner = Owner::Trigger { function: "pg_idgen_seq_changed()", table: "seq_space or seq_section" };
 
 c_functions! {
     /// The trigger on `seq_space` and `seq_section` (AFTER UPDATE OR DELETE FOR EACH ROW, BEFORE
@@ -383,13 +293,13 @@ c_functions! {
                 hint,
             ),
             pg_sys::TRIGGER_EVENT_UPDATE if !worker::is_allocating() => {
-                let (old, new) = (trigger.tg_trigtuple, trigger.tg_newtuple);
+                let old = Row::new(relation, trigger.tg_trigtuple, TRIGGER);
+                let new = Row::new(relation, trigger.tg_newtuple, TRIGGER);
                 if is_sections {
-                    if changed(relation, old, new, c"space") || changed(relation, old, new, c"section") {
+                    if old.text(c"space") != new.text(c"space") || old.bigint(c"section") != new.bigint(c"section") {
                         refuse("a row of seq_section cannot move to another space or section".into(), "Its max_seq is its own section's.", hint);
                     }
-                    let max = |tuple| column(relation, tuple, c"max_seq").map(|d| d.value() as i64);
-                    if let (Some(old_max), Some(new_max)) = (max(old), max(new)) {
+                    if let (Some(old_max), Some(new_max)) = (old.bigint(c"max_seq"), new.bigint(c"max_seq")) {
                         if new_max < old_max {
                             refuse(
                                 format!("max_seq of a section cannot move back from {old_max} to {new_max}"),
@@ -398,7 +308,7 @@ c_functions! {
                             );
                         }
                     }
-                } else if changed(relation, old, new, c"space") || changed(relation, old, new, c"id") || changed(relation, old, new, c"section_keys") {
+                } else if old.text(c"space") != new.text(c"space") || old.int(c"id") != new.int(c"id") || old.int(c"section_keys") != new.int(c"section_keys") {
                     refuse(
                         "the name, id and section_keys of a sequence space cannot change".into(),
                         "They decide which section, and which counter, each key has; changing them would hand numbers out again.",

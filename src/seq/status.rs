@@ -14,6 +14,8 @@ use crate::shmem;
 #[pg_extern(volatile, parallel_safe)]
 /// One row: the cache's size, this database's cached sections, the server's counters, and this
 /// database's persisted sections.
+// Why allowed: pgrx takes the columns' names from the `name!` in the signature.
+#[allow(clippy::type_complexity)]
 fn seq_status() -> TableIterator<
     'static,
     (

@@ -5,7 +5,7 @@ use std::ffi::CStr;
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 
-use super::display;
+use super::{display, Owner, Row};
 use crate::{clock, errors};
 
 /// pg_depend and its index on (refclassid, refobjid, refobjsubid): catalog OIDs, fixed in
@@ -42,11 +42,9 @@ pub fn extension_table_oid(name: &CStr) -> Option<pg_sys::Oid> {
             if tuple.is_null() {
                 break;
             }
-            let desc = (*depend).rd_att;
-            let mut null = false;
-            let classid = pg_sys::Oid::from_datum(pg_sys::heap_getattr(tuple, 1, desc, &mut null), false).unwrap_or_default();
-            let objid = pg_sys::Oid::from_datum(pg_sys::heap_getattr(tuple, 2, desc, &mut null), false).unwrap_or_default();
-            let deptype = pg_sys::heap_getattr(tuple, 7, desc, &mut null).value() as u8;
+            // pg_depend has no NULL in these columns, and their numbers are fixed.
+            let row = Row::new(depend, tuple, Owner::Table("pg_depend"));
+            let (classid, objid, deptype) = (row.oid_at(1).unwrap_or_default(), row.oid_at(2).unwrap_or_default(), row.char_at(7).unwrap_or_default());
             if classid == pg_sys::RelationRelationId && deptype == b'e' {
                 let relation_name = pg_sys::get_rel_name(objid);
                 if !relation_name.is_null() && CStr::from_ptr(relation_name) == name {

@@ -18,13 +18,16 @@
 //!   (`TextBytes`): they need not be UTF-8.
 //!
 //! `catalog`: finding a table and reading a row; `guard`: running pg_idgen's SQL on its tables;
-//! `text`: tags and names as bytes, in arguments, results and messages.
+//! `text`: tags and names as bytes, in arguments, results and messages, and their check; `tuple`:
+//! a row's columns read by name and type.
 
 
 mod catalog;
 mod guard;
 mod text;
+mod tuple;
 
 pub use catalog::{extension_table_oid, row_inserted_here, with_row};
 pub use guard::{install_analysis_guard, run_on_tables};
-pub use text::{display, text_arg, TextBytes, TextOut};
+pub use text::{display, text_arg, Name, TextBytes, TextOut, MAX_NAME_LEN};
+pub use tuple::{Owner, Row};

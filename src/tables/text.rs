@@ -85,6 +85,43 @@ pub fn display(tag: &[u8]) -> String {
     }
 }
 
+/// Names of pg_idgen's things (segment tags, sequence spaces) are 1 to this many bytes.
+pub const MAX_NAME_LEN: usize = 63;
+
+/// A kind of name, in the words of its errors.
+pub struct Name {
+    /// What it names: "segment tag", "sequence space".
+    pub kind: &'static str,
+    /// How the DETAIL calls one: "A tag", "A space name".
+    pub called: &'static str,
+}
+
+impl Name {
+    /// Checks a name (1 to `MAX_NAME_LEN` bytes) before any lookup: 22023 otherwise.
+    pub fn check(&self, name: &[u8]) {
+        if name.is_empty() || name.len() > MAX_NAME_LEN {
+            crate::errors::raise(
+                PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+                format!("invalid {} \"{}\"", self.kind, display(&name[..name.len().min(80)])),
+                Some(format!("{} is 1 to {MAX_NAME_LEN} bytes long, not {}.", self.called, name.len())),
+                None,
+            )
+        }
+    }
+
+    /// The name as messages give it: `segment tag "t"`.
+    pub fn quoted(&self, name: &[u8]) -> String {
+        format!("{} \"{}\"", self.kind, display(name))
+    }
+
+    /// The error of a name that does not exist here (42704), with why (`detail`) and, when there
+    /// is one, what to do (`hint`).
+    #[cold]
+    pub fn unknown(&self, name: &[u8], detail: &str, hint: Option<&str>) -> ! {
+        crate::errors::raise(PgSqlErrorCode::ERRCODE_UNDEFINED_OBJECT, format!("{} does not exist", self.quoted(name)), Some(detail.into()), hint)
+    }
+}
+
 /// A text datum of `bytes` for SPI, typed `text` (a bytea varlena has the same representation).
 pub fn text_arg(bytes: &[u8]) -> pgrx::datum::DatumWithOid<'_> {
     // SAFETY: the bytes are a valid text value in the database's encoding.

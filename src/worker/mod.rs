@@ -20,6 +20,7 @@
 //!
 //! - `pool`: which worker serves which database (the region `pg_idgen workers`), waking the one of
 //!   a call's database and starting it on demand, telling it to stop;
+//! - `wait`: a call's wait for what it asked the worker for, and the errors when it ends without;
 //! - `transaction`: the worker's transactions, and the flag its own updates carry;
 //! - `backoff`: the pause of a failing request;
 //! - `session`: the settings the worker's session pins;
@@ -33,6 +34,7 @@ mod pool;
 mod serve;
 mod session;
 mod transaction;
+pub mod wait;
 
 use std::ffi::CStr;
 use std::time::Instant;
@@ -40,7 +42,7 @@ use std::time::Instant;
 use pgrx::pg_sys;
 
 pub use backoff::Backoff;
-pub use pool::{is_running, notify_published, published, told_to_stop, wake, POOL};
+pub use pool::{notify_published, told_to_stop, wake, POOL};
 pub use serve::{install_drop_hook, on_object_access, register, run_for_database, run_main};
 pub use transaction::{as_allocation, caught_message, flush_last_commit, in_worker_transaction, is_allocating};
 
