@@ -312,9 +312,9 @@ fn set_of(id: SectionId) -> impl Iterator<Item = (usize, &'static AtomicU64)> {
 
 /// Which of `sets` sets section `id` lives in. A run of `sets` consecutive sections of a space
 /// goes to every set once, from a set that a hash of database, space and run picks: a space's keys
-/// 0 to n then fit in n / section_keys cached sections, as the setting promises (a hash of each
-/// section, as CPUs do not, filled a third of the sets past 8 for a million dense keys in 8,192
-/// sections, and every pass over the keys evicted there). Sections far apart (text keys, a stride
+/// 0 to n then fit in n / section_keys cached sections, as the setting promises. Why not a hash of
+/// each section (CPUs do not index their caches by one either): dense keys would overfill some
+/// sets, and every pass over the keys would evict there. Sections far apart (text keys, a stride
 /// of `sets`) still land on sets at random.
 fn set_index(id: SectionId, sets: usize) -> usize {
     let sets = sets as i64;

@@ -54,7 +54,9 @@ fn fill_placeholders(statement: &str, names: &[(&str, String)]) -> String {
     sql
 }
 
-static mut PREVIOUS_POST_PARSE_ANALYZE_HOOK: pg_sys::post_parse_analyze_hook_type = None;
+/// The hook that was installed before the guard, called first. Why not `static mut`: set once, in
+/// `_PG_init`, before the hook can run.
+static PREVIOUS_POST_PARSE_ANALYZE_HOOK: std::sync::OnceLock<pg_sys::post_parse_analyze_hook_type> = std::sync::OnceLock::new();
 
 /// Checks, after parse analysis, that pg_idgen's own statement names no relation but the tag
 /// table (see the module note). Other statements pass untouched.
@@ -67,7 +69,7 @@ unsafe extern "C-unwind" fn check_analyzed_statement(
     // SAFETY: the previous hook gets PostgreSQL's own arguments, behind the FFI guard; the parse
     // state and query are valid during the call.
     unsafe {
-        if let Some(previous) = PREVIOUS_POST_PARSE_ANALYZE_HOOK {
+        if let Some(previous) = PREVIOUS_POST_PARSE_ANALYZE_HOOK.get().copied().flatten() {
             pg_sys::ffi::pg_guard_ffi_boundary(|| previous(pstate, query, jstate));
         }
         let source = (*pstate).p_sourcetext;
@@ -125,9 +127,10 @@ unsafe fn relation_other_than(query: *mut pg_sys::Query, tables: &[pg_sys::Oid])
 /// Installs the analysis guard. Called from `_PG_init`, whenever the library is loaded (preloaded
 /// or not): the hook is this process's (and, preloaded, its children's).
 pub fn install_analysis_guard() {
-    // SAFETY: _PG_init runs once per process, before any of pg_idgen's statements.
+    // SAFETY: _PG_init runs once per process, before any of pg_idgen's statements; PostgreSQL's
+    // hook variable is a plain C global, chained by saving the previous value.
     unsafe {
-        PREVIOUS_POST_PARSE_ANALYZE_HOOK = pg_sys::post_parse_analyze_hook;
+        let _ = PREVIOUS_POST_PARSE_ANALYZE_HOOK.set(pg_sys::post_parse_analyze_hook);
         pg_sys::post_parse_analyze_hook = Some(check_analyzed_statement);
     }
 }
