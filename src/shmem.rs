@@ -11,7 +11,7 @@
 //! the regions.
 
 use std::ffi::CStr;
-use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
 use pgrx::pg_sys;
@@ -174,21 +174,25 @@ pub struct SharedSlice<T: 'static> {
     /// What a zeroed element needs besides; run on each element of a new region.
     init: unsafe fn(*mut T),
     place: Place,
+    /// `count()`, recorded where the region is attached: calls read it beside the region's place
+    /// instead of calling `count` (a segment call's hot path takes its slot through `get`).
+    len: AtomicUsize,
 }
 
 impl<T: Sync + 'static> SharedSlice<T> {
     /// A region named `name` of `count()` elements, with one LWLock (its tranche has the region's
     /// name).
     pub const fn with_lock(name: &'static CStr, count: fn() -> usize, init: unsafe fn(*mut T)) -> SharedSlice<T> {
-        SharedSlice { name, count, init, place: Place::new(true) }
+        SharedSlice { name, count, init, place: Place::new(true), len: AtomicUsize::new(0) }
     }
 
     /// The elements, or an ERROR that says how to fix a missing `shared_preload_libraries`.
     #[inline]
     pub fn get(&self) -> &'static [T] {
-        // SAFETY: attached: `count()` elements, initialised before any process could attach, for
-        // the life of the server.
-        unsafe { std::slice::from_raw_parts(self.place.at().cast::<T>(), (self.count)()) }
+        let at = self.place.at().cast::<T>();
+        // SAFETY: attached: `len` (`count()`) elements, initialised before any process could
+        // attach, for the life of the server.
+        unsafe { std::slice::from_raw_parts(at, self.len.load(Ordering::Relaxed)) }
     }
 
     /// Holds the region's LWLock exclusively while the guard lives.
@@ -224,6 +228,7 @@ impl<T: Sync + 'static> Region for SharedSlice<T> {
     }
 
     fn attach(&self, at: *mut u8, lwlocks: *mut pg_sys::LWLockPadded) {
+        self.len.store((self.count)(), Ordering::Relaxed);
         self.place.attach(at, lwlocks);
     }
 }
