@@ -156,7 +156,8 @@ unsafe fn fill(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
         let mut replace_null = false;
         let mut value = value;
         let mut column = number_attnum;
-        let changed = pg_sys::heap_modify_tuple_by_cols(tuple, desc, 1, &mut column, &mut value, &mut replace_null);
+        // Why raw pointers: the parameters are `*mut` up to PostgreSQL 16 and `*const` from 17 on.
+        let changed = pg_sys::heap_modify_tuple_by_cols(tuple, desc, 1, &raw mut column, &raw mut value, &raw mut replace_null);
         pg_sys::Datum::from(changed)
     }
 }

@@ -37,7 +37,7 @@ pub fn register() {
 
 /// The life of the worker of `pg_idgen.database` (its entry point, `pg_idgen_worker_main`, hands
 /// it the services): started with the server and restarted after a failure.
-pub fn run_main(services: &[&dyn Service]) -> ! {
+pub fn run_main(services: &[&dyn Service]) {
     BackgroundWorker::attach_signal_handlers(SignalWakeFlags::SIGHUP | SignalWakeFlags::SIGTERM);
     let database = settings::config().segments.database.clone();
     BackgroundWorker::connect_worker_to_spi(Some(&database), None);
@@ -49,13 +49,13 @@ pub fn run_main(services: &[&dyn Service]) -> ! {
     // Why exit code 1: code 0 would unregister the worker for good, also after
     // pg_terminate_backend; 1 makes the postmaster start it again after the restart time.
     // SAFETY: ends this worker process; nothing of it is used after.
-    unsafe { pg_sys::proc_exit(1) }
+    unsafe { pg_sys::proc_exit(1) };
 }
 
 /// The life of the worker of another database, started by a call that wanted something there
 /// (its entry point, `pg_idgen_database_worker_main`, hands it the services and its argument); it
 /// exits once it has had nothing to do for a moment.
-pub fn run_for_database(services: &[&dyn Service], argument: pg_sys::Datum) -> ! {
+pub fn run_for_database(services: &[&dyn Service], argument: pg_sys::Datum) {
     BackgroundWorker::attach_signal_handlers(SignalWakeFlags::SIGHUP | SignalWakeFlags::SIGTERM);
     let oid = pool::database_of(argument);
     BackgroundWorker::connect_worker_to_spi_by_oid(Some(oid), None);
@@ -70,7 +70,7 @@ pub fn run_for_database(services: &[&dyn Service], argument: pg_sys::Datum) -> !
     }
     // Code 0: a dynamic worker is never restarted; the next call that wants something starts one.
     // SAFETY: ends this worker process; nothing of it is used after.
-    unsafe { pg_sys::proc_exit(0) }
+    unsafe { pg_sys::proc_exit(0) };
 }
 
 /// Serves this database's calls, a turn of each service after another, until told to stop or,
