@@ -9,7 +9,7 @@ use pgrx::prelude::*;
 use super::cache::{hash_bytes, retire_database, MAX_SECTION_KEYS, MAX_SPACE_LEN};
 use crate::c_function::c_functions;
 use crate::errors;
-use crate::tables::{self, display, TextBytes};
+use crate::tables::{self, display, Run, TextBytes};
 
 pgrx::extension_sql_file!("spaces.sql", name = "seq_tables");
 
@@ -182,15 +182,16 @@ fn seq_space_create(
     }
     run_or_raise(
         &[("{spaces}", spaces)],
+        Run::Change { events: pg_sys::TRIGGER_TYPE_INSERT },
         "INSERT INTO {spaces} (space, step, section_keys, description) VALUES ($1, $2, $3, $4)",
         |sql| Spi::run_with_args(sql, &args),
     );
 }
 
-/// Runs pg_idgen's statement on its tables (`tables::run_on_tables`) with the caller's rights;
-/// an error (a table gone, the statement refused) is raised.
-fn run_or_raise<T>(tables: &[(&str, pg_sys::Oid)], statement: &str, run: impl FnOnce(&str) -> Result<T, pgrx::spi::SpiError>) -> T {
-    tables::run_on_tables(tables, statement, run)
+/// Runs pg_idgen's statement on its tables (`tables::run_on_tables`) as `how` says; an error (a
+/// table gone, the statement refused) is raised.
+fn run_or_raise<T>(tables: &[(&str, pg_sys::Oid)], how: Run, statement: &str, run: impl FnOnce(&str) -> Result<T, pgrx::spi::SpiError>) -> T {
+    tables::run_on_tables(tables, how, statement, run)
         .unwrap_or_else(|message| errors::raise(PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE, message, None, None))
         .unwrap_or_else(|e| panic!("{e}"))
 }
@@ -236,8 +237,10 @@ fn seq_space_drop(space: Option<TextBytes>) {
     let _reset = Reset;
     // The space's row first: its lock keeps the worker from raising (and inserting) sections of
     // it until this transaction ends.
+    let delete = Run::Change { events: pg_sys::TRIGGER_TYPE_DELETE };
     let deleted = run_or_raise(
         &[("{spaces}", spaces)],
+        delete,
         "WITH gone AS (DELETE FROM ONLY {spaces} WHERE space OPERATOR(pg_catalog.=) $1 RETURNING space)
          SELECT pg_catalog.count(*) OPERATOR(pg_catalog.>) 0 FROM gone",
         |sql| Spi::get_one_with_args::<bool>(sql, &[tables::text_arg(space.0)]),
@@ -245,7 +248,7 @@ fn seq_space_drop(space: Option<TextBytes>) {
     if deleted != Some(true) {
         unknown_space(space.0, "It is not in seq_space.");
     }
-    run_or_raise(&[("{sections}", sections)], "DELETE FROM ONLY {sections} WHERE space OPERATOR(pg_catalog.=) $1", |sql| {
+    run_or_raise(&[("{sections}", sections)], delete, "DELETE FROM ONLY {sections} WHERE space OPERATOR(pg_catalog.=) $1", |sql| {
         Spi::run_with_args(sql, &[tables::text_arg(space.0)])
     });
     // SAFETY: this backend's database.
