@@ -10,6 +10,7 @@ use pgrx::prelude::*;
 
 use super::cache::hash_bytes;
 use super::next::next;
+use super::text_key::{is_deterministic, refuse_nondeterministic};
 use crate::c_function::c_functions;
 use crate::errors;
 
@@ -68,6 +69,38 @@ c_functions! {
         let desc = (*relation).rd_att;
         let key_attnum = attribute(relation, key_column, &relation_name);
         let number_attnum = attribute(relation, number_column, &relation_name);
+        // The columns first, for every row: a trigger that does not fit its table is refused at
+        // its first row, whether that row brings its number or not.
+        let (mut key_type, mut typmod, mut key_collation) = (pg_sys::InvalidOid, 0, pg_sys::InvalidOid);
+        pg_sys::get_atttypetypmodcoll((*relation).rd_id, key_attnum as i16, &mut key_type, &mut typmod, &mut key_collation);
+        // A domain over a key type is read as its base type (its constraints held on insert).
+        let key_type = pg_sys::getBaseType(key_type);
+        if !matches!(key_type, pg_sys::INT2OID | pg_sys::INT4OID | pg_sys::INT8OID | pg_sys::TEXTOID | pg_sys::VARCHAROID) {
+            errors::raise(
+                PgSqlErrorCode::ERRCODE_DATATYPE_MISMATCH,
+                format!("seq_fill: key column \"{}\" of relation \"{relation_name}\" must be smallint, integer, bigint, text or varchar", key_column.to_string_lossy()),
+                None,
+                None,
+            );
+        }
+        // A text column's collation is the column's own, or its domain's.
+        if !is_deterministic(key_collation) {
+            refuse_nondeterministic(
+                key_collation,
+                |name| format!("seq_fill: key column \"{}\" of relation \"{relation_name}\" has the nondeterministic collation \"{name}\"", key_column.to_string_lossy()),
+                "Give the key column a deterministic collation (ALTER TABLE … ALTER COLUMN … TYPE text COLLATE \"C\"), or key the rows by a normalised form of the text (lower(…)) in a column of its own.",
+            );
+        }
+        let number_type = pg_sys::SPI_gettypeid(desc, number_attnum);
+        if number_type != pg_sys::INT8OID && number_type != pg_sys::INT4OID {
+            errors::raise(
+                PgSqlErrorCode::ERRCODE_DATATYPE_MISMATCH,
+                format!("seq_fill: number column \"{}\" of relation \"{relation_name}\" must be bigint or integer", number_column.to_string_lossy()),
+                // Why not a domain: a value a BEFORE trigger sets is not checked against it.
+                Some("Not a domain over them either: the value the trigger sets would not be checked against its constraints.".into()),
+                None,
+            );
+        }
         let tuple = trigger.tg_trigtuple;
         let mut null = false;
         pg_sys::heap_getattr(tuple, number_attnum, desc, &mut null);
@@ -83,31 +116,12 @@ c_functions! {
                 None,
             );
         }
-        // A domain over a key type is read as its base type (its constraints held on insert).
-        let key = match pg_sys::getBaseType(pg_sys::SPI_gettypeid(desc, key_attnum)) {
+        let key = match key_type {
             pg_sys::INT2OID => i64::from(i16::from_datum(key_datum, false).unwrap_or_default()),
             pg_sys::INT4OID => i64::from(i32::from_datum(key_datum, false).unwrap_or_default()),
             pg_sys::INT8OID => i64::from_datum(key_datum, false).unwrap_or_default(),
-            pg_sys::TEXTOID | pg_sys::VARCHAROID => {
-                hash_bytes(<&[u8]>::from_polymorphic_datum(key_datum, false, pg_sys::TEXTOID).unwrap_or_default()) as i64
-            }
-            _ => errors::raise(
-                PgSqlErrorCode::ERRCODE_DATATYPE_MISMATCH,
-                format!("seq_fill: key column \"{}\" of relation \"{relation_name}\" must be smallint, integer, bigint, text or varchar", key_column.to_string_lossy()),
-                None,
-                None,
-            ),
+            _ => hash_bytes(<&[u8]>::from_polymorphic_datum(key_datum, false, pg_sys::TEXTOID).unwrap_or_default()) as i64,
         };
-        let number_type = pg_sys::SPI_gettypeid(desc, number_attnum);
-        if number_type != pg_sys::INT8OID && number_type != pg_sys::INT4OID {
-            errors::raise(
-                PgSqlErrorCode::ERRCODE_DATATYPE_MISMATCH,
-                format!("seq_fill: number column \"{}\" of relation \"{relation_name}\" must be bigint or integer", number_column.to_string_lossy()),
-                // Why not a domain: a value a BEFORE trigger sets is not checked against it.
-                Some("Not a domain over them either: the value the trigger sets would not be checked against its constraints.".into()),
-                None,
-            );
-        }
         let number = next(space.to_bytes(), key);
         let value = if number_type == pg_sys::INT4OID {
             let Ok(small) = i32::try_from(number) else {

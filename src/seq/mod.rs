@@ -7,6 +7,7 @@
 //! - `spaces`: `seq_space_create()`, `seq_space_drop()`, the tables and their trigger;
 //! - `raise`: the worker's side (loads and raises, `SectionSource`: the local table today);
 //! - `fill`: the trigger `seq_fill()`;
+//! - `text_key`: which texts may be keys;
 //! - `status`: `seq_status()`.
 //!
 //! ## The rule
@@ -55,6 +56,7 @@ mod next;
 mod raise;
 mod spaces;
 mod status;
+mod text_key;
 
 pub use cache::{cache_size, retire_database};
 pub use spaces::CACHED_TABLES;

@@ -11,6 +11,7 @@ use pgrx::prelude::*;
 
 use super::cache::{self, hash_bytes, header, Section, SectionId, DROPPED, LOADING, READY};
 use super::spaces::{check_space_name, space_row, unknown_space, Space};
+use super::text_key::require_deterministic_argument;
 use crate::tables::{display, TextBytes};
 use crate::segment::worker;
 use crate::{clock, errors, settings, shmem};
@@ -34,8 +35,10 @@ fn seq_next(space: TextBytes, key: i64) -> i64 {
 /// The next number of a text key, `seq_key(key)`. Why a name of its own and not an overload:
 /// `seq_next('s', '5')` and a parameter sent untyped would resolve to the text form, and key 5
 /// would get a second counter.
-fn seq_next_text(space: TextBytes, key: TextBytes) -> i64 {
-    next(space.0, seq_key(key))
+fn seq_next_text(space: TextBytes, key: TextBytes, fcinfo: pg_sys::FunctionCallInfo) -> i64 {
+    // SAFETY: the call's own fcinfo.
+    require_deterministic_argument(unsafe { (*fcinfo).fncollation }, "seq_next_text()");
+    next(space.0, hash_bytes(key.0) as i64)
 }
 
 #[pg_extern(volatile, parallel_safe)]
@@ -46,13 +49,17 @@ fn seq_current(space: TextBytes, key: i64) -> i64 {
 
 #[pg_extern(volatile, parallel_safe)]
 /// `seq_current()` of a text key, `seq_key(key)`.
-fn seq_current_text(space: TextBytes, key: TextBytes) -> i64 {
-    current(space.0, seq_key(key))
+fn seq_current_text(space: TextBytes, key: TextBytes, fcinfo: pg_sys::FunctionCallInfo) -> i64 {
+    // SAFETY: the call's own fcinfo.
+    require_deterministic_argument(unsafe { (*fcinfo).fncollation }, "seq_current_text()");
+    current(space.0, hash_bytes(key.0) as i64)
 }
 
 #[pg_extern(immutable, parallel_safe)]
 /// The bigint key a text key stands for: a stable 64-bit hash of its bytes.
-fn seq_key(key: TextBytes) -> i64 {
+fn seq_key(key: TextBytes, fcinfo: pg_sys::FunctionCallInfo) -> i64 {
+    // SAFETY: the call's own fcinfo.
+    require_deterministic_argument(unsafe { (*fcinfo).fncollation }, "seq_key()");
     hash_bytes(key.0) as i64
 }
 
