@@ -284,6 +284,9 @@ pub enum Run {
     /// enabled ALWAYS nor PostgreSQL made (a foreign key's) refuses the statement (55000): a role
     /// granted TRIGGER may add one, and it would run with the caller's privileges.
     Change { events: u32 },
+    /// As `Change`, with the rights of the tables' owner: rows nobody is granted (a space's
+    /// secret), written as part of a change the caller's rights allowed (the space's own row).
+    ChangeAsOwner { events: u32 },
 }
 
 /// Runs `statement`, SQL text naming each of pg_idgen's `tables` by its placeholder, through
@@ -302,13 +305,18 @@ pub fn run_on_tables<T>(tables: &[(&str, pg_sys::Oid)], how: Run, statement: &st
     let sql = fill_placeholders(statement, &names);
     let text = std::ffi::CString::new(sql.clone()).map_err(|_| "the statement holds a NUL byte".to_string())?;
     let oids: Vec<pg_sys::Oid> = tables.iter().map(|(_, table)| *table).collect();
-    if let Run::Change { events } = how {
+    if let Run::Change { events } | Run::ChangeAsOwner { events } = how {
         for &table in &oids {
             refuse_triggers_not_vouched_for(table, events);
         }
     }
+    let owner = match how {
+        // SAFETY: the table is locked (above); its owner is read from its relcache entry.
+        Run::ChangeAsOwner { .. } => Some(unsafe { table_owner(oids[0]) }),
+        _ => None,
+    };
     let _restore = Restore(GUARDED.with(|g| g.borrow_mut().replace((oids, text))));
-    Ok(with_catalog_settings(how == Run::Allocation, || run(&sql)))
+    Ok(with_catalog_settings(how == Run::Allocation, || as_role(owner, || run(&sql))))
 }
 
 /// Refuses (55000) a change of `table` while it has a trigger on `events` that would run with the
@@ -338,6 +346,42 @@ fn refuse_triggers_not_vouched_for(table: pg_sys::Oid, events: u32) {
             );
         }
     }
+}
+
+/// The owner of a relation.
+///
+/// # Safety
+/// `table` is an existing relation, locked by this transaction.
+unsafe fn table_owner(table: pg_sys::Oid) -> pg_sys::Oid {
+    // SAFETY: per the function's contract.
+    unsafe {
+        let relation = pg_sys::table_open(table, pg_sys::NoLock as i32);
+        let owner = (*(*relation).rd_rel).relowner;
+        pg_sys::table_close(relation, pg_sys::NoLock as i32);
+        owner
+    }
+}
+
+/// Runs `f` as `role` (when given), as PostgreSQL runs a foreign key's check as its table's
+/// owner: the user id changed for `f` only, `SET ROLE` and the like refused meanwhile; the
+/// caller's user id comes back afterwards, also when `f` raises an error.
+fn as_role<T>(role: Option<pg_sys::Oid>, f: impl FnOnce() -> T) -> T {
+    let Some(role) = role else { return f() };
+    struct Restore(pg_sys::Oid, i32);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            // SAFETY: puts back the user id and security context read below.
+            unsafe { pg_sys::SetUserIdAndSecContext(self.0, self.1) };
+        }
+    }
+    let (mut user, mut context) = (pg_sys::InvalidOid, 0);
+    // SAFETY: reads and sets this backend's user id and security context; `Restore` puts them back.
+    unsafe { pg_sys::GetUserIdAndSecContext(&mut user, &mut context) };
+    let _restore = Restore(user, context);
+    let restricted = (pg_sys::SECURITY_LOCAL_USERID_CHANGE | pg_sys::SECURITY_RESTRICTED_OPERATION) as i32;
+    // SAFETY: as above.
+    unsafe { pg_sys::SetUserIdAndSecContext(role, context | restricted) };
+    f()
 }
 
 /// The statement with each placeholder replaced by its name, in one pass over the statement: a

@@ -8,8 +8,7 @@ use std::ffi::CStr;
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 
-use super::cache::hash_bytes;
-use super::next::next;
+use super::next::{next, Key};
 use super::text_key::{is_deterministic, refuse_nondeterministic};
 use crate::c_function::c_functions;
 use crate::errors;
@@ -117,10 +116,10 @@ c_functions! {
             );
         }
         let key = match key_type {
-            pg_sys::INT2OID => i64::from(i16::from_datum(key_datum, false).unwrap_or_default()),
-            pg_sys::INT4OID => i64::from(i32::from_datum(key_datum, false).unwrap_or_default()),
-            pg_sys::INT8OID => i64::from_datum(key_datum, false).unwrap_or_default(),
-            _ => hash_bytes(<&[u8]>::from_polymorphic_datum(key_datum, false, pg_sys::TEXTOID).unwrap_or_default()) as i64,
+            pg_sys::INT2OID => Key::Int(i64::from(i16::from_datum(key_datum, false).unwrap_or_default())),
+            pg_sys::INT4OID => Key::Int(i64::from(i32::from_datum(key_datum, false).unwrap_or_default())),
+            pg_sys::INT8OID => Key::Int(i64::from_datum(key_datum, false).unwrap_or_default()),
+            _ => Key::Text(<&[u8]>::from_polymorphic_datum(key_datum, false, pg_sys::TEXTOID).unwrap_or_default()),
         };
         let number = next(space.to_bytes(), key);
         let value = if number_type == pg_sys::INT4OID {

@@ -7,7 +7,8 @@
 //! - `spaces`: `seq_space_create()`, `seq_space_drop()`, the tables and their trigger;
 //! - `raise`: the worker's side (loads and raises, `SectionSource`: the local table today);
 //! - `fill`: the trigger `seq_fill()`;
-//! - `text_key`: which texts may be keys;
+//! - `text_key`: what a text key stands for in its space (keyed by the space's secret), and
+//!   which texts may be keys;
 //! - `status`: `seq_status()`.
 //!
 //! ## The rule

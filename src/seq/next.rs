@@ -9,9 +9,9 @@ use std::sync::atomic::{fence, Ordering};
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 
-use super::cache::{self, hash_bytes, header, Section, SectionId, DROPPED, LOADING, READY};
+use super::cache::{self, header, Section, SectionId, DROPPED, LOADING, READY};
 use super::spaces::{check_space_name, space_row, unknown_space, Space};
-use super::text_key::require_deterministic_argument;
+use super::text_key::{require_deterministic_argument, secret_missing};
 use crate::tables::{display, TextBytes};
 use crate::segment::worker;
 use crate::{clock, errors, settings, shmem};
@@ -19,48 +19,76 @@ use crate::{clock, errors, settings, shmem};
 thread_local! {
     /// This backend's spaces, by name, as its last lookup found them. A stale entry only costs a
     /// miss (`SectionId` carries the name's hash and the section size besides the id, so the
-    /// sections of another space are never found with it), after which the row is read again.
+    /// sections of another space are never found with it), after which the row is read again,
+    /// and a text key hashed again with what it says: a space's secret never changes, and a
+    /// space made anew has another id.
     static SPACES: RefCell<HashMap<Vec<u8>, Space>> = RefCell::new(HashMap::new());
     /// The last space used, checked first: comparing bytes is cheaper than hashing them.
     static LAST: RefCell<Option<(Vec<u8>, Space)>> = const { RefCell::new(None) };
 }
 
-#[pg_extern(volatile, parallel_safe)]
-/// The next number of `key` in `space`: strictly above every number handed out for it before.
-fn seq_next(space: TextBytes, key: i64) -> i64 {
-    next(space.0, key)
+/// A key as a call names it: a bigint, or a text that its space maps to one (`seq_key()`).
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Key<'a> {
+    Int(i64),
+    Text(&'a [u8]),
+}
+
+impl Key<'_> {
+    /// The bigint key in a space as `info` describes it; None for a text of a space whose secret
+    /// is missing.
+    #[inline]
+    fn in_space(self, info: &Space) -> Option<i64> {
+        match self {
+            Key::Int(key) => Some(key),
+            Key::Text(text) => info.text_keys.key(text),
+        }
+    }
 }
 
 #[pg_extern(volatile, parallel_safe)]
-/// The next number of a text key, `seq_key(key)`. Why a name of its own and not an overload:
-/// `seq_next('s', '5')` and a parameter sent untyped would resolve to the text form, and key 5
-/// would get a second counter.
+/// The next number of `key` in `space`: strictly above every number handed out for it before.
+fn seq_next(space: TextBytes, key: i64) -> i64 {
+    next(space.0, Key::Int(key))
+}
+
+#[pg_extern(volatile, parallel_safe)]
+/// The next number of a text key, `seq_key(space, key)`. Why a name of its own and not an
+/// overload: `seq_next('s', '5')` and a parameter sent untyped would resolve to the text form, and
+/// key 5 would get a second counter.
 fn seq_next_text(space: TextBytes, key: TextBytes, fcinfo: pg_sys::FunctionCallInfo) -> i64 {
     // SAFETY: the call's own fcinfo.
     require_deterministic_argument(unsafe { (*fcinfo).fncollation }, "seq_next_text()");
-    next(space.0, hash_bytes(key.0) as i64)
+    next(space.0, Key::Text(key.0))
 }
 
 #[pg_extern(volatile, parallel_safe)]
 /// A number at least every number handed out for `key` so far, and below the next one.
 fn seq_current(space: TextBytes, key: i64) -> i64 {
-    current(space.0, key)
+    current(space.0, Key::Int(key))
 }
 
 #[pg_extern(volatile, parallel_safe)]
-/// `seq_current()` of a text key, `seq_key(key)`.
+/// `seq_current()` of a text key, `seq_key(space, key)`.
 fn seq_current_text(space: TextBytes, key: TextBytes, fcinfo: pg_sys::FunctionCallInfo) -> i64 {
     // SAFETY: the call's own fcinfo.
     require_deterministic_argument(unsafe { (*fcinfo).fncollation }, "seq_current_text()");
-    current(space.0, hash_bytes(key.0) as i64)
+    current(space.0, Key::Text(key.0))
 }
 
-#[pg_extern(immutable, parallel_safe)]
-/// The bigint key a text key stands for: a stable 64-bit hash of its bytes.
-fn seq_key(key: TextBytes, fcinfo: pg_sys::FunctionCallInfo) -> i64 {
+#[pg_extern(stable, parallel_safe, name = "seq_key")]
+/// The bigint key a text key stands for in `space`: what `seq_next_text(space, key)` numbers.
+/// Why not the 0.8.0 symbol's name (`seq_key`): that SQL declares `seq_key(text)` with it, and
+/// would call this with one argument until the update (`text_key::seq_key_wrapper` answers it).
+fn seq_key_in_space(space: TextBytes, key: TextBytes, fcinfo: pg_sys::FunctionCallInfo) -> i64 {
     // SAFETY: the call's own fcinfo.
     require_deterministic_argument(unsafe { (*fcinfo).fncollation }, "seq_key()");
-    hash_bytes(key.0) as i64
+    // The row, not this backend's copy: nothing here finds out that the copy is stale.
+    check_space_name(space.0);
+    let info = space_row(space.0, Deadline::new().ms());
+    remember(space.0, info);
+    let Some(info) = info else { unknown_space(space.0, "It is not in seq_space.") };
+    Key::Text(key.0).in_space(&info).unwrap_or_else(|| secret_missing(space.0))
 }
 
 pgrx::extension_sql!(
@@ -68,18 +96,19 @@ pgrx::extension_sql!(
 COMMENT ON FUNCTION seq_next(text, bigint) IS
     'Next number of a key in a space of per-key sequences: strictly above every number handed out for the key before; a new key starts at 1.';
 COMMENT ON FUNCTION seq_next_text(text, text) IS
-    'Next number of a text key (seq_key(key)) in a space of per-key sequences.';
+    'Next number of a text key (seq_key(space, key)) in a space of per-key sequences.';
 COMMENT ON FUNCTION seq_current(text, bigint) IS
     'A number at least every number handed out for the key so far, and below its next one; no increment.';
 COMMENT ON FUNCTION seq_current_text(text, text) IS
-    'seq_current() of a text key (seq_key(key)).';
-COMMENT ON FUNCTION seq_key(text) IS
-    'The bigint key of a text key: FNV-1a 64 of its bytes, mixed by SplitMix64''s finaliser; stable across versions and servers.';
+    'seq_current() of a text key (seq_key(space, key)).';
+COMMENT ON FUNCTION seq_key(text, text) IS
+    'The bigint key of a text key in a space: SipHash-2-4 of its bytes under the space''s secret (FNV-1a 64 and SplitMix64 for spaces made before 0.9.0).';
 -- Each new section a call touches is a row the worker writes: only roles granted it may number.
-REVOKE EXECUTE ON FUNCTION seq_next(text, bigint), seq_next_text(text, text), seq_current(text, bigint), seq_current_text(text, text) FROM PUBLIC;
+-- seq_key() likewise: a space's keys are what its secret keeps from those who may not number it.
+REVOKE EXECUTE ON FUNCTION seq_next(text, bigint), seq_next_text(text, text), seq_current(text, bigint), seq_current_text(text, text), seq_key(text, text) FROM PUBLIC;
 "#,
     name = "seq_next",
-    requires = [seq_next, seq_next_text, seq_current, seq_current_text, seq_key]
+    requires = [seq_next, seq_next_text, seq_current, seq_current_text, seq_key_in_space]
 );
 
 /// The section of a key and its place in it (keys below 0 too: floor division).
@@ -105,10 +134,10 @@ impl Deadline {
 
 /// The next number of `key`.
 #[inline]
-pub(super) fn next(space: &[u8], key: i64) -> i64 {
+pub(super) fn next(space: &[u8], key: Key) -> i64 {
     let mut deadline = Deadline::new();
     loop {
-        let (section, index, version) = ready_section(space, key, "seq_next()", &mut deadline);
+        let (section, index, version, key) = ready_section(space, key, "seq_next()", &mut deadline);
         let previous = section.keys[index].fetch_add(1, Ordering::AcqRel);
         let limit = section.limit.load(Ordering::Acquire);
         // The closing read of the seqlock: the section still holds this key, so the number and
@@ -135,10 +164,10 @@ pub(super) fn next(space: &[u8], key: i64) -> i64 {
     }
 }
 
-fn current(space: &[u8], key: i64) -> i64 {
+fn current(space: &[u8], key: Key) -> i64 {
     let mut deadline = Deadline::new();
     loop {
-        let (section, index, version) = ready_section(space, key, "seq_current()", &mut deadline);
+        let (section, index, version, _) = ready_section(space, key, "seq_current()", &mut deadline);
         let number = section.keys[index].load(Ordering::Acquire);
         let limit = section.limit.load(Ordering::Acquire);
         fence(Ordering::Acquire);
@@ -151,20 +180,19 @@ fn current(space: &[u8], key: i64) -> i64 {
     }
 }
 
-/// The loaded section of `key`, its version, and the key's place in it: from the cache, or
-/// loaded by the worker while the call waits.
+/// The loaded section of `key`, its version, the key's place in it, and the bigint key: from the
+/// cache, or loaded by the worker while the call waits.
 #[inline]
-fn ready_section(space: &[u8], key: i64, function: &str, deadline: &mut Deadline) -> (&'static Section, usize, u64) {
+fn ready_section(space: &[u8], key: Key, function: &str, deadline: &mut Deadline) -> (&'static Section, usize, u64, i64) {
     shmem::shared();
     errors::refuse_during_recovery(function);
     // SAFETY: this backend's database.
     let database = unsafe { pg_sys::MyDatabaseId }.to_u32();
-    if let Some(info) = cached_space(space) {
-        let (id, index) = section_of(database, info, key);
+    if let Some((id, index, key)) = cached_section_of(space, database, key) {
         if let Some((section, version)) = cache::find(id) {
             if section.state.load(Ordering::Acquire) == READY {
                 section.touch(header().use_clock.load(Ordering::Relaxed));
-                return (section, index, version);
+                return (section, index, version, key);
             }
         }
     }
@@ -172,19 +200,25 @@ fn ready_section(space: &[u8], key: i64, function: &str, deadline: &mut Deadline
 }
 
 #[inline]
-fn section_of(database: u32, info: Space, key: i64) -> (SectionId, usize) {
+fn section_of(database: u32, info: &Space, key: i64) -> (SectionId, usize) {
     let (section, index) = split(key, info.section_keys);
     (SectionId { database, space_id: info.id, section_keys: info.section_keys, space_hash: info.hash, section }, index)
 }
 
-/// The space's id and section size as this backend last found them.
+/// The section of `key` and its place in it, and the bigint key, with the space as this backend
+/// last found it; None when it does not know the space, or the text's key needs the row.
 #[inline]
-fn cached_space(space: &[u8]) -> Option<Space> {
-    let hit = LAST.with(|last| last.borrow().as_ref().and_then(|(name, info)| (name == space).then_some(*info)));
-    hit.or_else(|| {
+fn cached_section_of(space: &[u8], database: u32, key: Key) -> Option<(SectionId, usize, i64)> {
+    let of = |info: &Space| {
+        let key = key.in_space(info)?;
+        let (id, index) = section_of(database, info, key);
+        Some((id, index, key))
+    };
+    let hit = LAST.with(|last| last.borrow().as_ref().and_then(|(name, info)| (name == space).then(|| of(info))));
+    hit.unwrap_or_else(|| {
         let found = SPACES.with(|spaces| spaces.borrow().get(space).copied())?;
         LAST.with(|last| *last.borrow_mut() = Some((space.to_vec(), found)));
-        Some(found)
+        of(&found)
     })
 }
 
@@ -199,7 +233,7 @@ fn remember(space: &[u8], info: Option<Space>) {
 /// The slow path of a lookup: reads the space's row, takes a section for the key if none holds
 /// it, and waits for the worker to load it.
 #[cold]
-fn load_section(space: &[u8], key: i64, database: u32, deadline: &mut Deadline) -> (&'static Section, usize, u64) {
+fn load_section(space: &[u8], key: Key, database: u32, deadline: &mut Deadline) -> (&'static Section, usize, u64, i64) {
     check_space_name(space);
     let mut retook = false;
     loop {
@@ -207,7 +241,8 @@ fn load_section(space: &[u8], key: i64, database: u32, deadline: &mut Deadline) 
         let info = space_row(space, deadline.ms());
         remember(space, info);
         let Some(info) = info else { unknown_space(space, "It is not in seq_space.") };
-        let (id, index) = section_of(database, info, key);
+        let key = key.in_space(&info).unwrap_or_else(|| secret_missing(space));
+        let (id, index) = section_of(database, &info, key);
         let taken = match cache::find(id) {
             Some((section, version)) if section.state.load(Ordering::Acquire) == DROPPED => {
                 // The worker found no such space: the row this call sees was not committed
@@ -230,7 +265,7 @@ fn load_section(space: &[u8], key: i64, database: u32, deadline: &mut Deadline) 
             continue;
         };
         match section.state.load(Ordering::Acquire) {
-            READY if section.version.load(Ordering::Acquire) == version => return (section, index, version),
+            READY if section.version.load(Ordering::Acquire) == version => return (section, index, version, key),
             LOADING => wait_until(Some((section, version)), deadline, space, || section.state.load(Ordering::Acquire) != LOADING),
             _ => {}
         }
@@ -336,8 +371,8 @@ mod tests {
     use super::split;
     use crate::seq::cache::hash_bytes;
 
-    /// Claim: a text key's bigint never changes (sections persist what keys map to): FNV-1a 64
-    /// of the bytes, then SplitMix64's finaliser. The values were worked out apart from this code
+    /// Claim: an unkeyed space's text key never changes (sections persist what keys map to): FNV-1a
+    /// 64 of the bytes, then SplitMix64's finaliser. The values were worked out apart from this code
     /// (in Python, from FNV-1a's published basis and prime: FNV-1a 64 of "a" is the published
     /// 0xaf63dc4c8601ec8c), so a change of the hash fails this test.
     #[test]
