@@ -9,7 +9,7 @@ SET timezone = 'UTC';
 SELECT seq_space_create('issues', step => 100, description => 'issue numbers per project');
 SELECT seq_space_create('messages');
 SELECT space, id > 0 AS has_id, step, section_keys, description FROM seq_space ORDER BY space;
--- pg_dump carries both tables.
+-- pg_dump carries the tables (and the secrets of the spaces' text keys: seq_text_keys).
 SELECT c::regclass AS dumped FROM pg_extension AS e, unnest(e.extconfig) AS c
  WHERE e.extname = 'pg_idgen' AND c::regclass::text LIKE 'seq%' ORDER BY 1::text;
 
@@ -44,11 +44,13 @@ COMMIT;
 SELECT section, max_seq >= 100 AS at_least_a_step FROM seq_section WHERE space = 'issues' ORDER BY section;
 SELECT max_seq >= 5000 AS covers_key_100 FROM seq_section WHERE space = 'issues' AND section = 0;
 
--- Text keys: seq_key() is a stable 64-bit hash; a text key (seq_next_text) and its seq_key() are one
--- counter. Why a name of its own: an untyped '5' would otherwise pick the text form over key 5.
-SELECT seq_key('room:general') AS room_general, seq_key('') AS empty_text, seq_key('room:general ') AS trailing_space;
+-- Text keys: seq_key(space, key) is the bigint key a text stands for in its space (a hash keyed by
+-- the space's secret: seq_text_keys); a text key (seq_next_text) and its seq_key() are one counter.
+-- Why a name of its own: an untyped '5' would otherwise pick the text form over key 5.
+SELECT seq_key('messages', 'room:general') <> seq_key('messages', 'room:general ') AS trailing_space_is_another_key,
+       seq_key('messages', '') IS NOT NULL AS empty_text_is_a_key;
 SELECT seq_next_text('messages', 'room:general') AS first, seq_next_text('messages', 'room:general') AS second,
-       seq_next('messages', seq_key('room:general')) AS third, seq_current_text('messages', 'room:general') AS current;
+       seq_next('messages', seq_key('messages', 'room:general')) AS third, seq_current_text('messages', 'room:general') AS current;
 SELECT seq_next('messages', '5') AS untyped_five_is_key_5, seq_next('messages', 5) AS key_5;
 SELECT seq_next('messages', 1001) AS conversation_1001, seq_next_text('messages', 'room:random') AS room_random;
 
