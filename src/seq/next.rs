@@ -27,12 +27,20 @@ thread_local! {
     /// which the row is read again, and a text key hashed again with what it says: a space's
     /// secret never changes, and a space made anew has another id or another secret.
     static SPACES: RefCell<HashMap<Vec<u8>, (Space, u32)>> = RefCell::new(HashMap::new());
-    /// The last space used, checked first: comparing bytes is cheaper than hashing them.
-    static LAST: RefCell<Option<(Vec<u8>, Space, u32)>> = const { RefCell::new(None) };
     /// The last number given to a space row.
     static SPACE_NUMBERS: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+    /// What every call reads: the last space used and the sections this backend used. One
+    /// thread-local: in a shared library each is a lookup of its own.
+    static HOT: RefCell<Hot> = const { RefCell::new(Hot { last: None, recent: Recent::new() }) };
+}
+
+/// What a call of this backend reads first.
+struct Hot {
+    /// The last space used (its name, row and number), checked first: comparing bytes is cheaper
+    /// than hashing them.
+    last: Option<(Vec<u8>, Space, u32)>,
     /// The sections this backend used.
-    static RECENT: RefCell<Recent> = const { RefCell::new(Recent::new()) };
+    recent: Recent,
 }
 
 /// A key as a call names it: a bigint, or a text that its space maps to one (`seq_key()`).
@@ -156,7 +164,7 @@ pub(super) fn next(space: &[u8], key: Key) -> i64 {
         if line.stamp.load(Ordering::Relaxed) == ready.version {
             // Why below bigint's end: at it, the counter wraps to a negative number.
             if !(0..i64::MAX).contains(&previous) {
-                exhausted(space, ready.key);
+                exhausted(space, key);
             }
             let number = previous + 1;
             // At most the prefetch point: below a limit published before it.
@@ -209,13 +217,12 @@ fn current(space: &[u8], key: Key) -> i64 {
 }
 
 /// A key's section, ready: the section, its way in the cache, the version it was found ready
-/// under, the bigint key and its index in the section, this process's counter of numbers handed
-/// out, and how `recent` knows it (the space's number, the section).
+/// under, the key's index in it, this process's counter of numbers handed out, and how `recent`
+/// knows it (the space's number, the section).
 struct Ready {
     section: &'static Section,
     way: usize,
     version: u64,
-    key: i64,
     index: usize,
     served: (&'static std::sync::atomic::AtomicU64, bool),
     remembered: (u32, i64),
@@ -226,7 +233,7 @@ impl Ready {
     /// call looks for it again.
     #[cold]
     fn forget(&self) {
-        RECENT.with_borrow_mut(|recent| recent.forget(self.remembered.0, self.remembered.1));
+        HOT.with_borrow_mut(|hot| hot.recent.forget(self.remembered.0, self.remembered.1));
     }
 }
 
@@ -238,40 +245,41 @@ fn ready_section(space: &[u8], key: Key, function: &str, deadline: &mut Deadline
     errors::refuse_during_recovery(function);
     // SAFETY: this backend's database.
     let database = unsafe { pg_sys::MyDatabaseId }.to_u32();
-    let (found, served) = RECENT.with_borrow_mut(|recent| {
+    let (found, served) = HOT.with_borrow_mut(|hot| {
+        let Hot { last, recent } = hot;
         let served = recent.start_call(database);
-        let found = cached_space(space).and_then(|(info, number)| {
+        let found = cached_space(last, space).and_then(|(info, number)| {
             let key = key.in_space(&info)?;
             let (section, index) = split(key, info.section_keys);
             let (way, version) = recent.find(number, section).or_else(|| {
-                let found = cache::find(section_id(database, info, section)).filter(|f| f.state == READY)?;
+                let found = cache::find(section_id(database, &info, section)).filter(|f| f.state == READY)?;
                 found.section().touch(header().use_clock.load(Ordering::Relaxed));
                 recent.remember(number, section, found.way, found.version);
                 Some((found.way, found.version))
             })?;
-            Some((way, version, key, index, (number, section)))
+            Some((way, version, index, (number, section)))
         });
         (found, served)
     });
     match found {
-        Some((way, version, key, index, remembered)) => Ready { section: &sections()[way], way, version, key, index, served, remembered },
+        Some((way, version, index, remembered)) => Ready { section: &sections()[way], way, version, index, served, remembered },
         None => load_section(space, key, database, deadline, served),
     }
 }
 
 #[inline]
-fn section_id(database: u32, info: Space, section: i64) -> SectionId {
+fn section_id(database: u32, info: &Space, section: i64) -> SectionId {
     SectionId { database, space_id: info.id, section_keys: info.section_keys, space_hash: info.hash, section }
 }
 
 /// The space as this backend last found it (its id, section size and text keys), and its number
 /// for that row.
 #[inline]
-fn cached_space(space: &[u8]) -> Option<(Space, u32)> {
-    let hit = LAST.with(|last| last.borrow().as_ref().and_then(|(name, info, number)| (name == space).then_some((*info, *number))));
+fn cached_space(last: &mut Option<(Vec<u8>, Space, u32)>, space: &[u8]) -> Option<(Space, u32)> {
+    let hit = last.as_ref().and_then(|(name, info, number)| (name == space).then_some((*info, *number)));
     hit.or_else(|| {
         let found = SPACES.with(|spaces| spaces.borrow().get(space).copied())?;
-        LAST.with(|last| *last.borrow_mut() = Some((space.to_vec(), found.0, found.1)));
+        *last = Some((space.to_vec(), found.0, found.1));
         Some(found)
     })
 }
@@ -293,7 +301,7 @@ fn remember(space: &[u8], info: Option<Space>) -> u32 {
         Some(info) => spaces.borrow_mut().insert(space.to_vec(), (info, number)),
         None => spaces.borrow_mut().remove(space),
     });
-    LAST.with(|last| *last.borrow_mut() = info.map(|info| (space.to_vec(), info, number)));
+    HOT.with_borrow_mut(|hot| hot.last = info.map(|info| (space.to_vec(), info, number)));
     number
 }
 
@@ -310,7 +318,7 @@ fn load_section(space: &[u8], key: Key, database: u32, deadline: &mut Deadline, 
         let Some(info) = info else { unknown_space(space, "It is not in seq_space.", Some(CREATE_SPACE)) };
         let key = key.in_space(&info).unwrap_or_else(|| secret_missing(space));
         let (section, index) = split(key, info.section_keys);
-        let id = section_id(database, info, section);
+        let id = section_id(database, &info, section);
         let taken = match cache::find(id) {
             Some(found) if found.state == DROPPED => {
                 // The worker found no such space: the row this call sees was not committed
@@ -339,8 +347,8 @@ fn load_section(space: &[u8], key: Key, database: u32, deadline: &mut Deadline, 
         let section = found.section();
         match section.state.load(Ordering::Acquire) {
             READY if section.version.load(Ordering::Acquire) == found.version => {
-                RECENT.with_borrow_mut(|recent| recent.remember(number, id.section, found.way, found.version));
-                return Ready { section, way: found.way, version: found.version, key, index, served, remembered: (number, id.section) };
+                HOT.with_borrow_mut(|hot| hot.recent.remember(number, id.section, found.way, found.version));
+                return Ready { section, way: found.way, version: found.version, index, served, remembered: (number, id.section) };
             }
             LOADING => wait_until(Some((section, found.way, found.version)), deadline, space, || section.state.load(Ordering::Acquire) != LOADING),
             _ => {}
@@ -436,10 +444,14 @@ fn no_numbers_in_time(space: &[u8], cache_full: bool) -> ! {
 }
 
 #[cold]
-fn exhausted(space: &[u8], key: i64) -> ! {
+fn exhausted(space: &[u8], key: Key) -> ! {
+    let key = match key {
+        Key::Int(key) => format!("key {key}"),
+        Key::Text(text) => format!("text key \"{}\"", display(text)),
+    };
     errors::raise(
         PgSqlErrorCode::ERRCODE_SEQUENCE_GENERATOR_LIMIT_EXCEEDED,
-        format!("seq_next: reached maximum value of key {key} in sequence space \"{}\" ({})", display(space), i64::MAX),
+        format!("seq_next: reached maximum value of {key} in sequence space \"{}\" ({})", display(space), i64::MAX),
         None,
         None,
     )

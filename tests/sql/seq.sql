@@ -173,6 +173,13 @@ SELECT sqlstate_of($$SELECT seq_next('edge', 1)$$);
 SELECT seq_current('edge', 1) AS current_at_the_end;
 -- Its neighbours have the same section's numbers left (up to the end), no more.
 SELECT seq_next('edge', 2) AS neighbour;
+-- A text key at the end: the error names the text (a space of one key a section, whose only
+-- section is the text's).
+SELECT seq_space_create('edge_text', step => 10, section_keys => 1);
+SELECT seq_next_text('edge_text', 'last') AS first;
+UPDATE seq_section SET max_seq = 9223372036854775806 WHERE space = 'edge_text';
+SELECT seq_next_text('edge_text', 'last') AS at_the_end;
+SELECT seq_next_text('edge_text', 'last');
 -- An integer column filled past 2,147,483,647 is refused (22003), not wrapped.
 CREATE TABLE small_numbers (k bigint NOT NULL, n integer);
 CREATE TRIGGER small_numbers_n BEFORE INSERT ON small_numbers FOR EACH ROW EXECUTE FUNCTION seq_fill('edge', 'k', 'n');
