@@ -57,6 +57,12 @@ SELECT project_id, iid, title FROM issues ORDER BY project_id, iid;
 \echo '--- a key''s last number, and a text key''s first (seq_current, seq_next_text)'
 SELECT seq_current('issues', 42) AS project_42_so_far, seq_next_text('issues', 'project:docs') AS a_text_key;
 
+\echo '--- public numbers: each issue''s number as a customer sees it, with nothing of the id in it (id_mask_decimal: FF1 under a key the server keeps)'
+SELECT id_mask_key_create() WHERE NOT EXISTS (SELECT FROM idgen_internal.mask_key) \g /dev/null
+SELECT project_id, iid, id_mask_decimal(project_id * 1000000 + iid, 12, 'issues') AS public_number,
+       id_unmask_decimal(id_mask_decimal(project_id * 1000000 + iid, 12, 'issues'), 'issues') AS back
+  FROM issues ORDER BY project_id, iid;
+
 \echo '--- ObjectIds: docs (id objectid PRIMARY KEY DEFAULT objectid_next())'
 CREATE TABLE docs (id objectid PRIMARY KEY DEFAULT objectid_next(), body jsonb NOT NULL);
 INSERT INTO docs (body) VALUES ('{"title": "a"}'), ('{"title": "b"}'), ('{"title": "c"}');
@@ -85,6 +91,7 @@ SELECT * FROM pg_idgen_status();
 \echo '  docs/snowflake.md                  snowflake layouts, functions, pg_idgen_status()'
 \echo '  docs/segments.md                   segment tags and ranges'
 \echo '  docs/sequences.md                  per-key sequences: spaces, sections, seq_fill, text keys'
+\echo '  docs/public-numbers.md             order numbers that show nothing: id_mask(), keys, rotation'
 \echo '  docs/objectid.md                   the objectid type'
 \echo '  docs/uuidv7.md                     UUIDv7, also on a hot standby'
 \echo '  docs/compact-text.md               the base32 forms above'

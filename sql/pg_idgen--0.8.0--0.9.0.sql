@@ -4,43 +4,189 @@
 
 ------------------------------------------------------------------------------------------------
 -- The node registry: every floor above every id made with the node id, whatever happened to the
--- registry's rows (pg_idgen.node_lease_max_lead bounds how far ids run ahead of its clock, and
--- it gives no node id for that long after a start or reset). Copied from src/node/registry.sql.
+-- registry's rows. It gives no lease longer than its own server's settings allow, bounds how far
+-- ids run ahead of its clock (pg_idgen.node_lease_max_lead), counts its server's start, a copied
+-- database and a holder's evidence of lost commits as resets, and gives no node id for its lease,
+-- margin and lead after one. Copied from src/node/registry.sql.
 ------------------------------------------------------------------------------------------------
--- How far ahead of the registry's clock a holder's ids may run (pg_idgen.node_lease_max_lead of
--- the registry's server: its GUC when pg_idgen is loaded there, else its postgresql.conf text,
--- else the default).
-CREATE FUNCTION pg_idgen_node_registry_max_lead() RETURNS interval
+ALTER TABLE node_registry_state ADD COLUMN database_oid oid, ADD COLUMN server_started timestamptz;
+-- Leases that 0.8.0 gave had no bound on how far ahead of the clock their ids ran: the registry
+-- remembers the longest its rows show (and their margin), so that its wait after a reset covers them.
+UPDATE node_registry_state AS r
+   SET database_oid = (SELECT d.oid FROM pg_catalog.pg_database d WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database()),
+       server_started = pg_catalog.pg_postmaster_start_time(),
+       longest = GREATEST(r.longest,
+                          (SELECT pg_catalog.max(pg_catalog.make_interval(secs => (l.ids_before_us OPERATOR(pg_catalog./) 1000000.0
+                                                                                    OPERATOR(pg_catalog.-) pg_catalog.extract('epoch', l.renewed_at))::pg_catalog.float8)
+                                                 OPERATOR(pg_catalog.+) (l.reusable_at OPERATOR(pg_catalog.-) l.expires_at))
+                             FROM node_lease l));
+ALTER TABLE node_registry_state ALTER COLUMN database_oid SET NOT NULL;
+
+-- Records a reset: from `since` on (or from the latest renewal the rows show, if later: a server
+-- started with its clock behind) the registry waits the longest lease, margin and lead it knows
+-- of before it gives a node id to a server that holds none; node ids whose rows were lost go out
+-- above every bound it had seen. Returns when the wait began. Expects the state row's lock.
+CREATE FUNCTION pg_idgen_node_registry_reset(s name, why text, longest interval, since timestamptz) RETURNS timestamptz
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    began timestamptz;
+    lease_file oid := pg_catalog.pg_relation_filenode(pg_catalog.format('%I.node_lease', s)::pg_catalog.regclass);
+    timeline text := pg_catalog.substr(pg_catalog.pg_walfile_name(pg_catalog.pg_current_wal_lsn()), 1, 8);
+    lease_rows bigint;
+    renewed_sum numeric;
+    latest timestamptz;
+BEGIN
+    EXECUTE pg_catalog.format('SELECT pg_catalog.count(*), COALESCE(pg_catalog.sum(pg_catalog.extract(''epoch'', l.renewed_at)), 0),
+                                      GREATEST(pg_catalog.max(l.renewed_at), pg_catalog.max(l.acquired_at))
+                                 FROM %I.node_lease l', s)
+        INTO lease_rows, renewed_sum, latest;
+    began := GREATEST(since, latest);
+    RAISE LOG 'pg_idgen node registry: %; it counts as reset, and hands out node ids not held only after % from %', why, longest, began;
+    EXECUTE pg_catalog.format(
+        'INSERT INTO %I.node_registry_state AS r (only_row, lease_file, lease_rows, renewed_sum, timeline, ids_before_us, reset_floor_us,
+                                                  reset_at, longest, database_oid, server_started)
+              VALUES (true, $1, $2, $3, $4, 0, 0, $5, $6, $7, pg_catalog.pg_postmaster_start_time())
+         ON CONFLICT (only_row) DO UPDATE SET lease_file = $1, lease_rows = $2, renewed_sum = $3, timeline = $4,
+                                              reset_floor_us = r.ids_before_us, reset_at = $5, longest = $6, database_oid = $7,
+                                              server_started = pg_catalog.pg_postmaster_start_time()', s)
+        USING lease_file, lease_rows, renewed_sum, timeline, began, longest,
+              (SELECT d.oid FROM pg_catalog.pg_database d WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database());
+    RETURN began;
+END
+$$;
+COMMENT ON FUNCTION pg_idgen_node_registry_reset(name, text, interval, timestamptz) IS
+    'Node registry, internal: records a reset, from which the registry waits before it gives node ids to servers that hold none.';
+REVOKE EXECUTE ON FUNCTION pg_idgen_node_registry_reset(name, text, interval, timestamptz) FROM PUBLIC;
+
+-- Checks that node_lease is the table the registry's leases were given from, in this database and
+-- since this server started (see above), and records a reset otherwise. Returns when the
+-- registry's last wait began, the longest lease, margin and lead it knows of (with `lease`, the
+-- caller's), and the floor of node ids whose rows a reset lost. Takes the state row's lock: calls
+-- of the registry run one at a time from here. Called only by the functions below, in the schema
+-- they trust.
+CREATE OR REPLACE FUNCTION pg_idgen_node_registry_began(s name, lease interval, OUT began timestamptz, OUT longest interval, OUT reset_floor_us bigint)
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    lease_file oid := pg_catalog.pg_relation_filenode(pg_catalog.format('%I.node_lease', s)::pg_catalog.regclass);
+    timeline text := pg_catalog.substr(pg_catalog.pg_walfile_name(pg_catalog.pg_current_wal_lsn()), 1, 8);
+    database_oid oid := (SELECT d.oid FROM pg_catalog.pg_database d WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database());
+    lease_rows bigint;
+    renewed_sum numeric;
+    known record;
+    why text;
+    since timestamptz;
+BEGIN
+    -- Why a table lock and an update in place, never a new row: a second call waiting here must
+    -- find the row the first one left, or it would count a reset of its own and lose `longest`.
+    EXECUTE pg_catalog.format('LOCK TABLE %I.node_registry_state IN EXCLUSIVE MODE', s);
+    EXECUTE pg_catalog.format('SELECT r.lease_file, r.lease_rows, r.renewed_sum, r.timeline, r.reset_floor_us, r.reset_at, r.longest,
+                                      r.database_oid, r.server_started
+                                 FROM %I.node_registry_state r', s)
+        INTO known;
+    EXECUTE pg_catalog.format('SELECT pg_catalog.count(*), COALESCE(pg_catalog.sum(pg_catalog.extract(''epoch'', l.renewed_at)), 0)
+                                 FROM %I.node_lease l', s)
+        INTO lease_rows, renewed_sum;
+    longest := GREATEST(known.longest, lease);
+    began := known.reset_at;
+    reset_floor_us := known.reset_floor_us;
+    IF known.lease_file IS NULL OR known.lease_file OPERATOR(pg_catalog.<>) lease_file
+       OR known.lease_rows OPERATOR(pg_catalog.<>) lease_rows OR known.renewed_sum OPERATOR(pg_catalog.>) renewed_sum
+       OR known.timeline OPERATOR(pg_catalog.<>) timeline OR known.database_oid OPERATOR(pg_catalog.<>) database_oid THEN
+        since := pg_catalog.clock_timestamp();
+        why := pg_catalog.format('node_lease is not what its leases were given from (%s rows, renewals summing to %s s, in file %s on timeline %s of database %s; expected %s, %s, %s, %s, %s)',
+                                 lease_rows, renewed_sum, lease_file, timeline, database_oid,
+                                 known.lease_rows, known.renewed_sum, known.lease_file, known.timeline, known.database_oid);
+    ELSIF known.server_started IS DISTINCT FROM pg_catalog.pg_postmaster_start_time() THEN
+        -- The wait runs from the start (or the latest renewal the rows show: see the function).
+        since := pg_catalog.pg_postmaster_start_time();
+        why := 'its server started (it may be a copy restored from a backup or a snapshot)';
+    END IF;
+    IF why IS NOT NULL THEN
+        EXECUTE pg_catalog.format('SELECT %I.pg_idgen_node_registry_reset($1, $2, $3, $4)', s)
+            INTO began USING s, why, longest, since;
+        EXECUTE pg_catalog.format('SELECT r.reset_floor_us FROM %I.node_registry_state r', s) INTO reset_floor_us;
+    ELSIF longest OPERATOR(pg_catalog.>) known.longest THEN
+        EXECUTE pg_catalog.format('UPDATE %I.node_registry_state SET longest = $1', s) USING longest;
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION pg_idgen_node_registry_began(name, interval) IS
+    'Node registry, internal: when the registry''s wait began (created, started, or found reset), the longest lease, margin and lead it knows of, and the floor of node ids whose rows a reset lost.';
+REVOKE EXECUTE ON FUNCTION pg_idgen_node_registry_began(name, interval) FROM PUBLIC;
+
+-- The registry server's own value of a pg_idgen time setting: its configuration, never a
+-- session's. Where pg_idgen is loaded, the setting cannot be changed in a session (it is
+-- postmaster-level); where it is not, it is a placeholder any session could SET, so the value
+-- is read from the configuration files instead (this runs as the superuser that owns pg_idgen).
+CREATE FUNCTION pg_idgen_node_registry_setting(setting_name text, default_value interval) RETURNS interval
 LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    setting text := pg_catalog.btrim(pg_catalog.current_setting('pg_idgen.node_lease_max_lead', true));
-    lead interval;
+    value text;
+    parsed interval;
 BEGIN
-    IF setting IS NULL OR setting OPERATOR(pg_catalog.=) '' THEN
-        RETURN interval '30 s';
+    SELECT pg_catalog.btrim(g.setting) INTO value FROM pg_catalog.pg_settings g
+     WHERE g.name OPERATOR(pg_catalog.=) setting_name AND g.context OPERATOR(pg_catalog.=) ANY (ARRAY['postmaster', 'sighup']);
+    IF NOT FOUND THEN
+        SELECT pg_catalog.btrim(f.setting) INTO value FROM pg_catalog.pg_file_settings f
+         WHERE f.name OPERATOR(pg_catalog.=) setting_name AND f.error IS NULL
+         ORDER BY f.seqno DESC LIMIT 1;
+    END IF;
+    IF value IS NULL OR value OPERATOR(pg_catalog.=) '' THEN
+        RETURN default_value;
     END IF;
     BEGIN
         -- A number alone is milliseconds, as for every pg_idgen time setting.
-        IF setting OPERATOR(pg_catalog.~) '^[0-9]+$' THEN
-            lead := pg_catalog.make_interval(secs => setting::pg_catalog.numeric OPERATOR(pg_catalog./) 1000);
+        IF value OPERATOR(pg_catalog.~) '^[0-9]+$' THEN
+            parsed := pg_catalog.make_interval(secs => value::pg_catalog.numeric OPERATOR(pg_catalog./) 1000);
         ELSE
-            lead := setting::pg_catalog.interval;
+            parsed := value::pg_catalog.interval;
         END IF;
     EXCEPTION WHEN data_exception OR invalid_datetime_format THEN
-        lead := NULL;
+        parsed := NULL;
     END;
-    IF lead IS NULL OR lead OPERATOR(pg_catalog.<) interval '0' OR lead OPERATOR(pg_catalog.>) interval '1 hour' THEN
+    IF parsed IS NULL OR parsed OPERATOR(pg_catalog.<) interval '0' OR parsed OPERATOR(pg_catalog.>) interval '1 hour' THEN
         RAISE EXCEPTION USING ERRCODE = '22023',
-            MESSAGE = pg_catalog.format('invalid value for pg_idgen.node_lease_max_lead in the node registry: "%s"', setting),
-            HINT = 'Set it on the registry''s server to a time from 0 to 1h, such as 60s.';
+            MESSAGE = pg_catalog.format('invalid value for %s in the node registry''s configuration: "%s"', setting_name, value),
+            HINT = 'Set it in the registry server''s postgresql.conf to a time from 0 to 1h.';
     END IF;
-    RETURN lead;
+    RETURN parsed;
 END
 $$;
-COMMENT ON FUNCTION pg_idgen_node_registry_max_lead() IS
-    'Node registry, internal: how far ahead of the registry''s clock leased ids may run (pg_idgen.node_lease_max_lead).';
-REVOKE EXECUTE ON FUNCTION pg_idgen_node_registry_max_lead() FROM PUBLIC;
+COMMENT ON FUNCTION pg_idgen_node_registry_setting(text, interval) IS
+    'Node registry, internal: a pg_idgen time setting as the registry''s server is configured (lease, margin, lead).';
+REVOKE EXECUTE ON FUNCTION pg_idgen_node_registry_setting(text, interval) FROM PUBLIC;
+
+-- The registry's own limits, from its server's configuration (pg_idgen_node_registry_setting):
+-- a caller whose lease or margin is longer than the registry's is refused, so that the wait after
+-- a start or reset, which the registry reckons from its own settings, covers every lease it gives.
+-- Returns how far ahead of the registry's clock ids may run, and that wait.
+CREATE FUNCTION pg_idgen_node_lease_limits(s name, ttl_ms int, margin_ms int, OUT max_lead interval, OUT longest interval)
+LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    ttl interval;
+    margin interval;
+BEGIN
+    EXECUTE pg_catalog.format('SELECT %1$I.pg_idgen_node_registry_setting(''pg_idgen.node_lease_ttl'', interval ''30 s''),
+                                      %1$I.pg_idgen_node_registry_setting(''pg_idgen.node_lease_margin'', interval ''10 s''),
+                                      %1$I.pg_idgen_node_registry_setting(''pg_idgen.node_lease_max_lead'', interval ''30 s'')', s)
+        INTO ttl, margin, max_lead;
+    IF pg_catalog.make_interval(secs => ttl_ms OPERATOR(pg_catalog./) 1000.0) OPERATOR(pg_catalog.>) ttl
+       OR pg_catalog.make_interval(secs => margin_ms OPERATOR(pg_catalog./) 1000.0) OPERATOR(pg_catalog.>) margin THEN
+        RAISE EXCEPTION USING ERRCODE = '22023',
+            MESSAGE = pg_catalog.format('this server''s node id lease (%s ms, margin %s ms) is longer than the node registry allows (pg_idgen.node_lease_ttl %s, pg_idgen.node_lease_margin %s on its server)',
+                                        ttl_ms, margin_ms, ttl, margin),
+            HINT = 'Give the registry''s server a pg_idgen.node_lease_ttl and pg_idgen.node_lease_margin at least as long as those of every server that leases from it.';
+    END IF;
+    longest := ttl OPERATOR(pg_catalog.+) margin OPERATOR(pg_catalog.+) max_lead;
+END
+$$;
+COMMENT ON FUNCTION pg_idgen_node_lease_limits(name, integer, integer) IS
+    'Node registry, internal: refuses a lease longer than the registry''s own settings allow; returns the lead its ids may have and the registry''s wait after a start or reset.';
+REVOKE EXECUTE ON FUNCTION pg_idgen_node_lease_limits(name, integer, integer) FROM PUBLIC;
 
 -- Takes a node id for a server start (none, with the time to ask again, while the registry is in
 -- the wait after its start or reset: see the top of this file): the one it holds already (an
@@ -83,6 +229,7 @@ DECLARE
     held_longest interval;
     reset_floor_us bigint;
     max_lead interval;
+    own_longest interval;
     window_end_us bigint;
 BEGIN
     IF s IS NULL THEN
@@ -93,12 +240,13 @@ BEGIN
         RAISE EXCEPTION USING ERRCODE = '22004', MESSAGE = 'pg_idgen_node_lease_take(): only the wanted node id may be NULL';
     END IF;
     IF max_node_id NOT BETWEEN 0 AND 2147483646 OR wanted NOT BETWEEN 0 AND max_node_id
-       OR ttl_ms NOT BETWEEN 1000 AND 3600000 OR margin_ms NOT BETWEEN 0 AND 3600000 THEN
+       OR ttl_ms NOT BETWEEN 3000 AND 3600000 OR margin_ms NOT BETWEEN 0 AND 3600000 THEN
         RAISE EXCEPTION USING ERRCODE = '22023', MESSAGE = 'pg_idgen_node_lease_take(): an argument is out of range';
     END IF;
     -- The commit must be durable before the lease is used, whatever the session or a pooler says.
     PERFORM pg_catalog.set_config('synchronous_commit', 'on', true);
-    EXECUTE pg_catalog.format('SELECT %I.pg_idgen_node_registry_max_lead()', s) INTO max_lead;
+    EXECUTE pg_catalog.format('SELECT l.max_lead, l.longest FROM %I.pg_idgen_node_lease_limits($1, $2, $3) AS l', s)
+        INTO max_lead, own_longest USING s, ttl_ms, margin_ms;
     -- The wait after a start or reset (see the top of this file): no node id, and the time from
     -- which to ask again in floor_us. Not even the row the server holds (an answer it lost): a
     -- registry set back may show it a row that another server took over after it, and that
@@ -106,10 +254,11 @@ BEGIN
     -- record of the reset, and the wait would start anew at every call.
     EXECUTE pg_catalog.format('SELECT r.began, r.longest, r.reset_floor_us FROM %I.pg_idgen_node_registry_began($1, $2) AS r', s)
         INTO began, longest, reset_floor_us
-        USING s, pg_catalog.make_interval(secs => (ttl_ms OPERATOR(pg_catalog.+) margin_ms) OPERATOR(pg_catalog./) 1000.0) OPERATOR(pg_catalog.+) max_lead;
+        USING s, own_longest;
     EXECUTE pg_catalog.format('SELECT pg_catalog.max(l.reusable_at OPERATOR(pg_catalog.-) l.renewed_at) FROM %s l', t) INTO held_longest;
-    window_end := GREATEST(pg_catalog.pg_postmaster_start_time(), began)
-                  OPERATOR(pg_catalog.+) GREATEST(longest, held_longest OPERATOR(pg_catalog.+) max_lead);
+    -- The longest of: the registry's own lease, margin and lead (pg_idgen_node_lease_limits), any
+    -- it has known, and any its rows show.
+    window_end := began OPERATOR(pg_catalog.+) GREATEST(longest, held_longest OPERATOR(pg_catalog.+) max_lead);
     window_end_us := (pg_catalog.extract('epoch', window_end) OPERATOR(pg_catalog.*) 1000000::pg_catalog.numeric)::pg_catalog.int8;
     IF pg_catalog.clock_timestamp() OPERATOR(pg_catalog.<) window_end THEN
         node_id := NULL;
@@ -120,9 +269,12 @@ BEGIN
     IF ids_before_us OPERATOR(pg_catalog.>) ((pg_catalog.extract('epoch', pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) max_lead)
                                               OPERATOR(pg_catalog.*) 1000000::pg_catalog.numeric)::pg_catalog.int8
                                              OPERATOR(pg_catalog.+) (ttl_ms::pg_catalog.int8 OPERATOR(pg_catalog.*) 1000)) THEN
-        RAISE EXCEPTION USING ERRCODE = '22023',
+        -- Why 55000 and not a refusal: the lead passes as the clock catches up.
+        RAISE EXCEPTION USING ERRCODE = '55000',
             MESSAGE = pg_catalog.format('this server''s ids run ahead of the node registry''s clock by more than the lease and pg_idgen.node_lease_max_lead (%s)', max_lead),
-            DETAIL = pg_catalog.format('Its next lease would cover ids up to %s.', pg_catalog.to_timestamp(ids_before_us OPERATOR(pg_catalog./) 1000000.0)),
+            DETAIL = pg_catalog.format('Its next lease would cover ids up to %s s past the registry''s clock.',
+                                       pg_catalog.round((ids_before_us::pg_catalog.numeric OPERATOR(pg_catalog.-) pg_catalog.extract('epoch', pg_catalog.clock_timestamp()) OPERATOR(pg_catalog.*) 1000000)
+                                                        OPERATOR(pg_catalog./) 1000000, 1)),
             HINT = 'Wait until the server''s clock has caught up with its ids, or raise pg_idgen.node_lease_max_lead on the registry''s server and on every server that leases from it.';
     END IF;
     -- One taker at a time: two servers must not pick the same free id.
@@ -241,18 +393,23 @@ DECLARE
     t text := pg_catalog.format('%I.node_lease', s);
     renewed boolean;
     max_lead interval;
+    own_longest interval;
+    longest interval;
+    other record;
 BEGIN
     IF s IS NULL THEN
         RAISE EXCEPTION USING ERRCODE = '42501', MESSAGE = 'pg_idgen''s schema in the node registry is owned by a role that is not a superuser';
     END IF;
-    IF ttl_ms NOT BETWEEN 1000 AND 3600000 OR margin_ms NOT BETWEEN 0 AND 3600000 THEN
+    IF ttl_ms NOT BETWEEN 3000 AND 3600000 OR margin_ms NOT BETWEEN 0 AND 3600000 THEN
         RAISE EXCEPTION USING ERRCODE = '22023', MESSAGE = 'pg_idgen_node_lease_renew(): an argument is out of range';
     END IF;
     PERFORM pg_catalog.set_config('synchronous_commit', 'on', true);
-    EXECUTE pg_catalog.format('SELECT %I.pg_idgen_node_registry_max_lead()', s) INTO max_lead;
+    EXECUTE pg_catalog.format('SELECT l.max_lead, l.longest FROM %I.pg_idgen_node_lease_limits($1, $2, $3) AS l', s)
+        INTO max_lead, own_longest USING s, ttl_ms, margin_ms;
     -- A reset registry (rows lost) renews only the rows it still has.
-    EXECUTE pg_catalog.format('SELECT FROM %I.pg_idgen_node_registry_began($1, $2)', s)
-        USING s, pg_catalog.make_interval(secs => (ttl_ms OPERATOR(pg_catalog.+) margin_ms) OPERATOR(pg_catalog./) 1000.0) OPERATOR(pg_catalog.+) max_lead;
+    EXECUTE pg_catalog.format('SELECT r.longest FROM %I.pg_idgen_node_registry_began($1, $2) AS r', s)
+        INTO longest
+        USING s, own_longest;
     EXECUTE pg_catalog.format(
         'UPDATE %s AS l SET
              expires_at = pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) pg_catalog.make_interval(secs => $3 OPERATOR(pg_catalog./) 1000.0),
@@ -266,12 +423,26 @@ BEGIN
                                                OPERATOR(pg_catalog.+) ($3::pg_catalog.int8 OPERATOR(pg_catalog.*) 1000))
          RETURNING true', t)
         INTO renewed USING holder, node_id, ttl_ms, margin_ms, ids_before_us, committed_us, max_lead;
+    -- A holder's row gone, or older than what the registry confirmed to it: the registry lost
+    -- commits without noticing (a copy swapped in under a running server, say). Count a reset,
+    -- so that the ids other lost rows bounded are waited out too.
+    IF renewed IS NULL THEN
+        EXECUTE pg_catalog.format('SELECT l.holder, l.ids_before_us FROM %s l WHERE l.node_id OPERATOR(pg_catalog.=) $1', t)
+            INTO other USING node_id;
+        IF other IS NULL OR (other.holder OPERATOR(pg_catalog.=) holder AND other.ids_before_us OPERATOR(pg_catalog.<) committed_us) THEN
+            EXECUTE pg_catalog.format('SELECT %I.pg_idgen_node_registry_reset($1, $2, $3, pg_catalog.clock_timestamp())', s)
+                USING s, pg_catalog.format('the holder of node id %s found its row %s', node_id,
+                                           CASE WHEN other IS NULL THEN 'gone' ELSE 'older than what the registry confirmed to it' END),
+                      longest;
+        END IF;
+    END IF;
     EXECUTE pg_catalog.format('SELECT FROM %I.pg_idgen_node_registry_record($1)', s) USING s;
     RETURN COALESCE(renewed, false);
 END
 $$;
 COMMENT ON FUNCTION pg_idgen_node_lease_renew(text, int, int, int, bigint, bigint) IS
     'Node registry: renews a node id lease its holder still has (called by the pg_idgen lease worker over libpq).';
+
 -- Public numbers (src/mask/): the functions, the key table and its trigger.
 -- id_mask
 CREATE  FUNCTION "id_mask"(

@@ -788,16 +788,19 @@ fn load(level: PgLogLevel) -> Config {
         max_lead_ms: int(&NODE_LEASE_MAX_LEAD),
         remote_timeout_ms: int(&REMOTE_TIMEOUT).min(int(&NODE_LEASE_TTL) / 3),
     });
-    // Ids run ahead of the clock by up to the borrow, and after a crash by up to the reserve (the
-    // mark they restart above): a lead the registry refused would stop snowflake ids instead.
+    // Ids run ahead of the clock by up to the borrow, and after a crash from the mark they restart
+    // above (up to the reserve ahead) by the borrow again: a lead the registry refused would stop
+    // snowflake ids instead.
     let (borrow_ms, reserve_ms) = (int(&MAX_CLOCK_BORROW), int(&CLOCK_RESERVE));
-    if let Some(lease) = lease.as_ref().filter(|lease| lease.max_lead_ms < borrow_ms + reserve_ms) {
-        invalid(
-            level,
-            c"pg_idgen.node_lease_max_lead",
-            &lease.max_lead_ms.to_string(),
-            &format!("With a node registry it must be at least pg_idgen.max_clock_borrow plus pg_idgen.clock_reserve ({borrow_ms} + {reserve_ms} ms): ids run that far ahead of the clock after a crash."),
-        );
+    if let Some(lease) = &lease {
+        if lease.max_lead_ms < reserve_ms + 2 * borrow_ms {
+            invalid(
+                level,
+                c"pg_idgen.node_lease_max_lead",
+                &lease.max_lead_ms.to_string(),
+                &format!("With a node registry it must be at least pg_idgen.clock_reserve plus twice pg_idgen.max_clock_borrow ({reserve_ms} + 2 × {borrow_ms} ms): ids run that far ahead of the clock after a crash."),
+            );
+        }
     }
     Config {
         layout,

@@ -13,9 +13,12 @@ use pg_idgen_system_tests::{sqlstate, started_cluster, started_cluster_with_cloc
 const TTL: &str = "pg_idgen.node_lease_ttl = '3s'";
 
 /// How far leased ids may run ahead of the registry's clock, on the registries and their servers:
-/// the least the defaults of borrow and reserve allow, so that a registry's wait after its start
-/// or a reset (lease, margin and this) stays short.
-const LEAD: &str = "pg_idgen.node_lease_max_lead = '6s'";
+/// the least the defaults of borrow and reserve allow (5 s + 2 × 1 s), so that a registry's wait
+/// after its start or a reset (its lease, margin and lead) stays short.
+const LEAD: &str = "pg_idgen.node_lease_max_lead = '7s'";
+
+/// The registries' own margin: at least every server's here (they take 1 s to 6 s).
+const REGISTRY_MARGIN: &str = "pg_idgen.node_lease_margin = '6s'";
 
 /// A libpq connection string to a cluster's `postgres` database.
 fn conninfo(cluster: &Cluster) -> String {
@@ -34,8 +37,9 @@ fn registry(name: &str) -> Cluster {
 
 /// The same, with more settings.
 fn registry_with(name: &str, settings: &[&str]) -> Cluster {
-    // A later line of postgresql.conf wins: `settings` may set another lead.
-    let registry = started_cluster(name, &[&[LEAD], settings].concat());
+    // A later line of postgresql.conf wins: `settings` may set another lead. The registry's own
+    // lease, margin and lead bound its servers' and its wait after a start or reset.
+    let registry = started_cluster(name, &[&[TTL, REGISTRY_MARGIN, LEAD], settings].concat());
     registry
         .connect()
         .batch_execute(
@@ -679,7 +683,10 @@ fn a_registry_that_loses_its_rows_hands_out_no_node_id_still_in_use() {
 
     // TRUNCATE, and DROP and CREATE EXTENSION: a server holding nothing gets no node id for a
     // while, only the time to ask again; that time does not move on at the next call (the reset is
-    // recorded although no id was given).
+    // recorded although no id was given). Why the servers stop first: a holder whose renewal finds
+    // its row gone records a reset of its own, which moves the wait on.
+    a.stop();
+    b.stop();
     let mut r = registry.connect();
     let take = "SELECT node_id, floor_us FROM pg_idgen_node_lease_take('probe', 'probe', 'twitter', NULL, 1023, 3000, 1000, 0, false)";
     for reset in ["TRUNCATE node_lease", "DROP EXTENSION pg_idgen; CREATE EXTENSION pg_idgen"] {
@@ -760,7 +767,7 @@ fn a_registry_set_back_hands_out_no_floor_below_ids_its_old_holder_made() {
         ahead_us(30)
     );
     let error = r.query_one(&take, &[]).expect_err("ids 30 s ahead");
-    assert_eq!(sqlstate(&error), "22023", "{error:?}");
+    assert_eq!(sqlstate(&error), "55000", "{error:?}");
     assert!(error.as_db_error().unwrap().message().contains("pg_idgen.node_lease_max_lead"), "{error:?}");
     let holder: String = r.query_one("SELECT holder FROM node_lease WHERE node_id = 5", &[]).unwrap().get(0);
     let renew = |seconds: i64| format!("SELECT pg_idgen_node_lease_renew('{holder}', 5, 3000, 1000, {}, 0)", ahead_us(seconds));
@@ -781,7 +788,7 @@ fn a_registry_failed_over_to_a_lagging_standby_hands_out_no_floor_below_ids_made
     let a = leasing("lag-a", &registry, "1s", &["pg_idgen.node_id = 5", LEAD_20S]);
     lease_of(&a, 5, 40);
     let standby = Cluster::standby_of("lag-standby", &registry);
-    standby.configure(&["shared_preload_libraries = 'pg_idgen'", LEAD_20S]);
+    standby.configure(&["shared_preload_libraries = 'pg_idgen'", TTL, REGISTRY_MARGIN, LEAD_20S]);
     standby.start();
     let mut s = standby.connect();
     let deadline = Instant::now() + Duration::from_secs(20);
@@ -813,7 +820,7 @@ const TWO_NODE_IDS: [&str; 7] = [
     "pg_idgen.sequence_bits = 8",
     "pg_idgen.max_clock_borrow = '10s'",
     "pg_idgen.clock_reserve = '20s'",
-    "pg_idgen.node_lease_max_lead = '30s'",
+    "pg_idgen.node_lease_max_lead = '40s'",
 ];
 
 /// Claim: a server's snowflake ids keep growing when its leased node id changes to a lower one
@@ -826,7 +833,7 @@ const TWO_NODE_IDS: [&str; 7] = [
 fn a_servers_ids_keep_growing_when_its_node_id_changes() {
     let registry = registry_with("move-registry", &[TWO_NODE_IDS[6]]);
     let t = leasing("move-t", &registry, "1s", &TWO_NODE_IDS);
-    lease_of(&t, 0, 40);
+    lease_of(&t, 0, 80);
     let a = leasing("move-a", &registry, "1s", &TWO_NODE_IDS);
     lease_of(&a, 1, 40);
     t.stop();
@@ -844,6 +851,106 @@ fn a_servers_ids_keep_growing_when_its_node_id_changes() {
     let after = snowflake_ids(&a, 8);
     assert!(after.iter().all(|&id| node_of(&mut db, id) == 0), "A's new ids carry node id 0: {after:?}");
     assert_all_above(&a, &before, &after, "A's ids after its node id changed from 1 to 0");
+}
+
+/// A take at the registry as a lease worker calls it, by `holder`, for ids `ahead_s` seconds past
+/// the registry's clock: the node id (none during the registry's wait) and the floor (or the time
+/// to ask again).
+fn probe_take(db: &mut Client, holder: &str, ahead_s: i64) -> Result<(Option<i32>, i64), postgres::Error> {
+    let row = db.query_one(
+        "SELECT node_id, floor_us FROM pg_idgen_node_lease_take($1, 'probe', 'probe layout', NULL, 1023, 3000, 1000,
+                (extract(epoch FROM clock_timestamp()) * 1e6)::bigint + $2::bigint * 1000000, false)",
+        &[&holder, &ahead_s],
+    )?;
+    Ok((row.get(0), row.get(1)))
+}
+
+/// The node id `holder` takes once the registry's wait is over (within `seconds`).
+fn take_after_the_wait(db: &mut Client, holder: &str, seconds: u64) -> i32 {
+    let deadline = Instant::now() + Duration::from_secs(seconds);
+    loop {
+        if let (Some(node_id), _) = probe_take(db, holder, 3).unwrap() {
+            return node_id;
+        }
+        assert!(Instant::now() < deadline, "{holder}: no node id within {seconds} s");
+        thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// Claim: a registry counts as reset, and then gives no node id to a server that holds none for
+/// its lease, margin and lead: after a holder's renewal finds its row older than what the registry
+/// confirmed to it (the row set back in a way the table's bookkeeping does not show); in a
+/// database copied from the registry's (CREATE DATABASE … TEMPLATE); and after a start of its
+/// server with the clock 2 minutes behind, when its wait runs from the latest renewal its rows
+/// show, not from the slow clock. (0.8.0 handed out node ids at once in the first two cases, and
+/// reckoned the third from the slow clock.)
+#[test]
+fn a_registry_counts_its_start_a_copied_database_and_a_holders_evidence_as_resets() {
+    let registry = started_cluster_with_clock_offset("evidence-registry", 0, &[TTL, REGISTRY_MARGIN, LEAD]);
+    registry.connect().batch_execute("CREATE DATABASE ids").unwrap();
+    let mut r = registry.connect_to("ids");
+    r.batch_execute("CREATE EXTENSION pg_idgen").unwrap();
+
+    // A holder's evidence: its row's bound set back below what it was confirmed.
+    let node_id = take_after_the_wait(&mut r, "h1", 40);
+    let bound: i64 = r.query_one("SELECT ids_before_us FROM node_lease WHERE holder = 'h1'", &[]).unwrap().get(0);
+    let renewed: bool = r
+        .query_one("SELECT pg_idgen_node_lease_renew('h1', $1, 3000, 1000, $2, $3)", &[&node_id, &bound, &(bound + 1)])
+        .unwrap()
+        .get(0);
+    assert!(!renewed, "a renewal whose row is below what it was confirmed fails");
+    assert_eq!(probe_take(&mut r, "h2", 3).unwrap().0, None, "no node id for another server after the holder's evidence");
+
+    // A database copied from the registry's.
+    take_after_the_wait(&mut r, "h3", 40);
+    drop(r);
+    registry.connect().batch_execute("CREATE DATABASE copied TEMPLATE ids").unwrap();
+    assert_eq!(probe_take(&mut registry.connect_to("copied"), "h4", 3).unwrap().0, None, "no node id in a copy of the registry's database");
+    let mut r = registry.connect_to("ids");
+    assert!(probe_take(&mut r, "h5", 3).unwrap().0.is_some(), "the registry itself goes on");
+
+    // A start with the clock behind: the wait runs from the latest renewal the rows show.
+    let latest_us: i64 = r
+        .query_one("SELECT (extract(epoch FROM max(renewed_at)) * 1e6)::bigint FROM node_lease", &[])
+        .unwrap()
+        .get(0);
+    drop(r);
+    registry.stop();
+    registry.set_clock_offset(-120);
+    registry.start();
+    let (node_id, ask_again_us) = probe_take(&mut registry.connect_to("ids"), "h6", 3).unwrap();
+    assert_eq!(node_id, None, "no node id right after the start");
+    // Its lease, margin and lead: 3 s + 6 s + 7 s.
+    assert!(ask_again_us >= latest_us + 16_000_000, "the wait ends at {ask_again_us}, before the latest renewal ({latest_us}) plus 16 s");
+}
+
+/// Claim: the registry takes the lease, margin and lead it allows from its own server's
+/// configuration, also where pg_idgen is not preloaded there, never from a caller or a session: a
+/// lease longer than its pg_idgen.node_lease_ttl is refused (22023), and a session's SET of
+/// pg_idgen.node_lease_max_lead changes nothing: ids 30 min ahead are refused (55000), as the
+/// configured 7 s say. (0.8.0 had no such limits.)
+#[test]
+fn a_registry_takes_its_limits_from_its_own_configuration() {
+    let registry = Cluster::init("limits-registry");
+    registry.configure(&[TTL, REGISTRY_MARGIN, LEAD]);
+    registry.start();
+    registry.connect().batch_execute("CREATE EXTENSION pg_idgen").unwrap();
+    // A session of its own: pg_idgen's library is not loaded in it, so its settings are
+    // placeholders that a session may SET.
+    let mut r = registry.connect();
+    take_after_the_wait(&mut r, "h1", 40);
+    let long = r.query_one(
+        "SELECT node_id FROM pg_idgen_node_lease_take('long', 'probe', 'probe layout', NULL, 1023, 10000, 1000,
+                (extract(epoch FROM clock_timestamp()) * 1e6)::bigint + 3000000, false)",
+        &[],
+    );
+    let error = long.expect_err("a lease longer than the registry's");
+    assert_eq!(sqlstate(&error), "22023", "{error:?}");
+    assert!(error.as_db_error().unwrap().message().contains("longer than the node registry allows"), "{error:?}");
+    r.batch_execute("SET pg_idgen.node_lease_max_lead = '1h'").unwrap();
+    let error = probe_take(&mut r, "far", 1800).expect_err("ids 30 min ahead");
+    assert_eq!(sqlstate(&error), "55000", "{error:?}");
+    assert!(probe_take(&mut r, "near", 5).unwrap().0.is_some(), "ids 5 s ahead are within the lease and the lead");
 }
 
 /// Claim: a database's segment worker that is waiting on a segment authority which does not

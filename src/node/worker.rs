@@ -165,7 +165,9 @@ impl LeaseWorker {
         // Every id made under this lease is of a time before this: the generator clock as the
         // call is sent (or the last id, when ahead of it), plus the lease (see the module comment
         // of `node`).
-        let last_us = self.generator.shape.start_us(self.generator.cell(self.state).last.load(SeqCst));
+        // The end of the last id's tick: after a take moved the floor to a tick's start, a lease
+        // reckoned from the tick before would not reach it when ticks are longer than leases.
+        let last_us = self.generator.shape.end_us(self.generator.cell(self.state).last.load(SeqCst));
         let ids_before_us = self.state.generator_clock.now_us().max(last_us) + ttl_us;
         let word = lease.word.load(SeqCst);
         let held = node_of(word).filter(|_| Phase::from_u32(lease.phase.load(Relaxed)) == Phase::Held);
@@ -230,7 +232,7 @@ impl LeaseWorker {
                     return Err(RemoteError::Refused {
                         sqlstate: "57P03".into(),
                         message: format!(
-                            "the node registry started or was reset less than a lease and its margin ago (it may have lost leases); it hands out node ids from {}",
+                            "the node registry started or was reset less than its lease, margin and lead (pg_idgen.node_lease_max_lead) ago (it may have lost leases); it hands out node ids from {}",
                             from.unwrap_or_else(|| "later".into())
                         ),
                     });
