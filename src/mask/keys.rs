@@ -286,9 +286,11 @@ fn require_superuser(function: &str) {
     }
 }
 
-/// Runs pg_idgen's statement on the key table, with the search path pinned; an error is raised.
-fn on_key_table<T>(table: pg_sys::Oid, statement: &str, run: impl FnOnce(&str) -> Result<T, pgrx::spi::SpiError>) -> T {
-    tables::run_on_tables(&[("{keys}", table)], statement, run)
+/// Runs pg_idgen's statement on the key table, with the search path pinned, as a change the
+/// caller asked for that fires triggers on `events` (`tables::Run::Change`: none the table's owner
+/// did not enable ALWAYS); an error is raised.
+fn on_key_table<T>(table: pg_sys::Oid, events: u32, statement: &str, run: impl FnOnce(&str) -> Result<T, pgrx::spi::SpiError>) -> T {
+    tables::run_on_tables(&[("{keys}", table)], tables::Run::Change { events }, statement, run)
         .unwrap_or_else(|message| errors::raise(PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE, message, None, None))
         .unwrap_or_else(|e| panic!("{e}"))
 }
@@ -296,11 +298,13 @@ fn on_key_table<T>(table: pg_sys::Oid, statement: &str, run: impl FnOnce(&str) -
 /// Adds key versions; the table's lock keeps two sessions from numbering versions alike.
 fn insert(table: pg_sys::Oid, material: &Material) {
     let args = [(material.version as i32).into(), material.aes_key.as_slice().into(), material.check_key.as_slice().into()];
-    on_key_table(table, "INSERT INTO {keys} (version, aes_key, check_key) VALUES ($1, $2, $3)", |sql| Spi::run_with_args(sql, &args));
+    on_key_table(table, pg_sys::TRIGGER_TYPE_INSERT, "INSERT INTO {keys} (version, aes_key, check_key) VALUES ($1, $2, $3)", |sql| {
+        Spi::run_with_args(sql, &args)
+    });
 }
 
 fn lock(table: pg_sys::Oid) {
-    on_key_table(table, "LOCK TABLE {keys} IN SHARE ROW EXCLUSIVE MODE", Spi::run);
+    on_key_table(table, 0, "LOCK TABLE {keys} IN SHARE ROW EXCLUSIVE MODE", Spi::run);
 }
 
 #[pg_extern(volatile)]

@@ -22,7 +22,8 @@ COMMENT ON TABLE idgen_internal.mask_key IS
     'Mask keys of public numbers (id_mask()): superusers only. The highest version is current; older ones unmask what they made.';
 
 -- Every backend drops its cached key schedules once a change of the keys commits. ENABLE
--- ALWAYS: pg_idgen's own statements run with session_replication_role = replica.
+-- ALWAYS: it fires in a session with session_replication_role = replica too (and pg_idgen's
+-- own statements refuse to run beside a trigger the table's owner did not enable ALWAYS).
 CREATE FUNCTION idgen_internal.pg_idgen_mask_key_changed() RETURNS trigger
     AS 'MODULE_PATHNAME', 'pg_idgen_mask_key_changed' LANGUAGE C;
 COMMENT ON FUNCTION idgen_internal.pg_idgen_mask_key_changed() IS
