@@ -179,11 +179,13 @@ install_extension() {
     local staged lock
     staged=$(mktemp -d "$REPO_ROOT/target/release/pg_idgen-install-pg$PG_MAJOR.XXXXXX")
     lock=/tmp/pg_idgen-install-$(cksum <<<"$PG_CONFIG" | cut -d' ' -f1).lock
-    cargo pgrx package --pg-config "$PG_CONFIG" --out-dir "$staged" >/dev/null
+    # Why `|| return` on each step: callers run this under `||` (scripts/test.sh's timed), where
+    # set -e does not apply, and a failed build must not go on to install nothing and pass.
+    cargo pgrx package --pg-config "$PG_CONFIG" --out-dir "$staged" >/dev/null || return
     (
         flock 9
         install_tree "$staged"
-    ) 9>"$lock"
+    ) 9>"$lock" || return
     rm -rf "$staged"
 }
 
@@ -192,7 +194,7 @@ install_extension() {
 install_tree() {
     local dir=$1 file
     while IFS= read -r -d '' file; do
-        "$REPO_ROOT/scripts/install_file.sh" "$file" "${file#"$dir"}"
+        "$REPO_ROOT/scripts/install_file.sh" "$file" "${file#"$dir"}" || return
     done < <(find "$dir" -type f -print0)
 }
 
