@@ -61,6 +61,9 @@ fn extension_catalog(db: &mut Client) -> Vec<String> {
          SELECT 'trigger ' || pg_get_triggerdef(t.oid) || ' enabled=' || t.tgenabled::text
            FROM members AS m JOIN pg_trigger AS t ON m.classid = 'pg_class'::regclass AND t.tgrelid = m.objid
          UNION ALL
+         SELECT 'index ' || pg_get_indexdef(i.indexrelid)
+           FROM members AS m JOIN pg_index AS i ON m.classid = 'pg_class'::regclass AND i.indrelid = m.objid
+         UNION ALL
          SELECT 'table comment ' || coalesce(obj_description(m.objid, 'pg_class'), '')
            FROM members AS m WHERE m.classid = 'pg_class'::regclass
          UNION ALL
@@ -96,7 +99,7 @@ fn install_fixture(version: &str) {
 /// fix). After `ALTER EXTENSION pg_idgen UPDATE`, from 0.1.0, 0.2.0, 0.3.0, 0.4.0, 0.5.0, 0.6.0, 0.7.0 and 0.8.0 alike, the extension
 /// has the current version and exactly the objects of a fresh install — every function's
 /// declaration, privileges and comment, every type, operator, cast and operator class, the tag
-/// and registry tables' columns, constraints and triggers — and works. An `objectid_gen()` revoked from PUBLIC
+/// and registry tables' columns, constraints, indexes and triggers — and works. An `objectid_gen()` revoked from PUBLIC
 /// and granted to one role gives `objectid_next()` the same privileges, and `snowflake_next()` and
 /// `segment_next()` likewise give theirs to their blocks (`…_next_range`), also after a dump of
 /// the updated database is restored into a fresh install.
