@@ -171,11 +171,22 @@ REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # and leaves a moment without a library between removing the old one and copying the new one.
 install_extension() {
     say "building and installing pg_idgen for PostgreSQL $PG_MAJOR (release)"
-    # Why a fresh directory: cargo pgrx package adds to the tree of an earlier run.
-    local staged=$REPO_ROOT/target/release/pg_idgen-install-pg$PG_MAJOR
+    # Why a directory of this run's own: cargo pgrx package adds to the tree of an earlier run, and
+    # writes its files in place, so a second run of the scripts beside this one (./dev bench beside
+    # ./dev test) must not stage into the same tree. Why a lock per installation: files of two builds
+    # must not be installed interleaved.
+    mkdir -p "$REPO_ROOT/target/release"
+    local staged lock
+    staged=$(mktemp -d "$REPO_ROOT/target/release/pg_idgen-install-pg$PG_MAJOR.XXXXXX")
+    lock=/tmp/pg_idgen-install-$(cksum <<<"$PG_CONFIG" | cut -d' ' -f1).lock
+    # Why `|| return` on each step: callers run this under `||` (scripts/test.sh's timed), where
+    # set -e does not apply, and a failed build must not go on to install nothing and pass.
+    cargo pgrx package --pg-config "$PG_CONFIG" --out-dir "$staged" >/dev/null || return
+    (
+        flock 9
+        install_tree "$staged"
+    ) 9>"$lock" || return
     rm -rf "$staged"
-    cargo pgrx package --pg-config "$PG_CONFIG" --out-dir "$staged" >/dev/null
-    install_tree "$staged"
 }
 
 # install_tree DIR: installs each file of DIR, a tree that mirrors the installation's absolute paths
@@ -183,7 +194,7 @@ install_extension() {
 install_tree() {
     local dir=$1 file
     while IFS= read -r -d '' file; do
-        "$REPO_ROOT/scripts/install_file.sh" "$file" "${file#"$dir"}"
+        "$REPO_ROOT/scripts/install_file.sh" "$file" "${file#"$dir"}" || return
     done < <(find "$dir" -type f -print0)
 }
 

@@ -443,13 +443,13 @@ $$;
 COMMENT ON FUNCTION pg_idgen_node_lease_renew(text, int, int, int, bigint, bigint) IS
     'Node registry: renews a node id lease its holder still has (called by the pg_idgen lease worker over libpq).';
 
--- Public numbers (src/mask/): the functions, the key table and its trigger.
+-- Public numbers (src/mask/): the functions, the key table, its history and its triggers.
 -- id_mask
 CREATE  FUNCTION "id_mask"(
 	"id" bigint, /* i64 */
 	"purpose" text DEFAULT '' /* TextBytes */
 ) RETURNS bigint /* i64 */
-STRICT STABLE PARALLEL SAFE
+STRICT STABLE PARALLEL RESTRICTED
 LANGUAGE c /* Rust */
 AS 'MODULE_PATHNAME', 'id_mask_wrapper';
 -- id_mask_base32
@@ -457,7 +457,7 @@ CREATE  FUNCTION "id_mask_base32"(
 	"id" bigint, /* i64 */
 	"purpose" text DEFAULT '' /* TextBytes */
 ) RETURNS TEXT /* String */
-STRICT STABLE PARALLEL SAFE
+STRICT STABLE PARALLEL RESTRICTED
 LANGUAGE c /* Rust */
 AS 'MODULE_PATHNAME', 'id_mask_base32_wrapper';
 -- id_mask_decimal
@@ -466,7 +466,7 @@ CREATE  FUNCTION "id_mask_decimal"(
 	"digits" INT, /* i32 */
 	"purpose" text DEFAULT '' /* TextBytes */
 ) RETURNS TEXT /* String */
-STRICT STABLE PARALLEL SAFE
+STRICT STABLE PARALLEL RESTRICTED
 LANGUAGE c /* Rust */
 AS 'MODULE_PATHNAME', 'id_mask_decimal_wrapper';
 -- keys::id_mask_key_create
@@ -492,7 +492,7 @@ CREATE  FUNCTION "id_unmask"(
 	"purpose" text DEFAULT '', /* Option < TextBytes > */
 	"version" INT DEFAULT NULL /* Option < i32 > */
 ) RETURNS bigint /* Option < i64 > */
-STABLE PARALLEL SAFE
+STABLE PARALLEL RESTRICTED
 LANGUAGE c /* Rust */
 AS 'MODULE_PATHNAME', 'id_unmask_wrapper';
 -- id_unmask_base32
@@ -500,7 +500,7 @@ CREATE  FUNCTION "id_unmask_base32"(
 	"masked" text, /* TextBytes */
 	"purpose" text DEFAULT '' /* TextBytes */
 ) RETURNS bigint /* i64 */
-STRICT STABLE PARALLEL SAFE
+STRICT STABLE PARALLEL RESTRICTED
 LANGUAGE c /* Rust */
 AS 'MODULE_PATHNAME', 'id_unmask_base32_wrapper';
 -- id_unmask_decimal
@@ -508,7 +508,7 @@ CREATE  FUNCTION "id_unmask_decimal"(
 	"masked" text, /* TextBytes */
 	"purpose" text DEFAULT '' /* TextBytes */
 ) RETURNS bigint /* i64 */
-STRICT STABLE PARALLEL SAFE
+STRICT STABLE PARALLEL RESTRICTED
 LANGUAGE c /* Rust */
 AS 'MODULE_PATHNAME', 'id_unmask_decimal_wrapper';
 ------------------------------------------------------------------------------------------------
@@ -525,6 +525,9 @@ CREATE TABLE idgen_internal.mask_key (
     check_key  bytea NOT NULL CHECK (octet_length(check_key) = 32),
     created_at timestamptz NOT NULL DEFAULT now()
 );
+-- The text forms name a version by one digit, 1 + (version - 1) mod 9 (src/mask/keys.rs,
+-- `digit`): two versions present with one digit would read each other's numbers.
+CREATE UNIQUE INDEX mask_key_digit ON idgen_internal.mask_key (((version - 1) % 9));
 REVOKE ALL ON idgen_internal.mask_key FROM PUBLIC;
 ALTER TABLE idgen_internal.mask_key ENABLE ROW LEVEL SECURITY;
 ALTER TABLE idgen_internal.mask_key FORCE ROW LEVEL SECURITY;
@@ -534,15 +537,32 @@ SELECT pg_catalog.pg_extension_config_dump('idgen_internal.mask_key', '');
 COMMENT ON TABLE idgen_internal.mask_key IS
     'Mask keys of public numbers (id_mask()): superusers only. The highest version is current; older ones unmask what they made.';
 
--- Every backend drops its cached key schedules once a change of the keys commits. ENABLE
--- ALWAYS: pg_idgen's own statements run with session_replication_role = replica.
+-- Every key version this database has held, kept when the version is retired (its mask_key row
+-- deleted), so that a number names one key for good: id_mask_key_create() numbers above all of
+-- them, id_mask_key_import() refuses other keys under one of them. The fingerprint is AES of a
+-- fixed block under each of the version's keys: it tells keys apart and reveals neither.
+CREATE TABLE idgen_internal.mask_key_history (
+    version     int PRIMARY KEY CHECK (version > 0),
+    fingerprint bytea NOT NULL CHECK (octet_length(fingerprint) = 32),
+    held_since  timestamptz NOT NULL DEFAULT now()
+);
+REVOKE ALL ON idgen_internal.mask_key_history FROM PUBLIC;
+SELECT pg_catalog.pg_extension_config_dump('idgen_internal.mask_key_history', '');
+COMMENT ON TABLE idgen_internal.mask_key_history IS
+    'Every mask key version this database has held, also retired ones: a version number is never given to other keys.';
+
+-- Every backend reads the keys again once a change of them commits. For each row: logical
+-- replication's apply fires row triggers only. ENABLE ALWAYS: pg_idgen's own statements and the
+-- apply run with session_replication_role = replica. (pg_idgen's functions also invalidate
+-- directly: a restore's ENABLE TRIGGER ALL leaves these firing for ordinary sessions only, and
+-- pg_idgen's own statements then refuse to run until they are ENABLE ALWAYS again.)
 CREATE FUNCTION idgen_internal.pg_idgen_mask_key_changed() RETURNS trigger
     AS 'MODULE_PATHNAME', 'pg_idgen_mask_key_changed' LANGUAGE C;
 COMMENT ON FUNCTION idgen_internal.pg_idgen_mask_key_changed() IS
     'Trigger on idgen_internal.mask_key: every backend reads the keys again once the change commits.';
 REVOKE EXECUTE ON FUNCTION idgen_internal.pg_idgen_mask_key_changed() FROM PUBLIC;
 CREATE TRIGGER mask_key_changed AFTER INSERT OR UPDATE OR DELETE ON idgen_internal.mask_key
-    FOR EACH STATEMENT EXECUTE FUNCTION idgen_internal.pg_idgen_mask_key_changed();
+    FOR EACH ROW EXECUTE FUNCTION idgen_internal.pg_idgen_mask_key_changed();
 CREATE TRIGGER mask_key_truncated AFTER TRUNCATE ON idgen_internal.mask_key
     FOR EACH STATEMENT EXECUTE FUNCTION idgen_internal.pg_idgen_mask_key_changed();
 ALTER TABLE idgen_internal.mask_key ENABLE ALWAYS TRIGGER mask_key_changed;
@@ -562,7 +582,7 @@ COMMENT ON FUNCTION id_mask_base32(bigint, text) IS
 COMMENT ON FUNCTION id_unmask_base32(text, text) IS
     'The id of a public number made by id_mask_base32() with the purpose; refuses one made otherwise (check digits).';
 COMMENT ON FUNCTION id_mask_key_create() IS
-    'Makes a new mask key version from the server''s CSPRNG and makes it current. Superusers only.';
+    'Makes a new mask key version from the server''s strong random source and makes it current. Superusers only.';
 COMMENT ON FUNCTION id_mask_key_export() IS
     'Every mask key version as text for id_mask_key_import() on another server: a secret. Superusers only.';
 COMMENT ON FUNCTION id_mask_key_import(text) IS
@@ -1024,3 +1044,45 @@ $$;
 -- ALTER EXTENSION UPDATE does not).
 ------------------------------------------------------------------------------------------------
 COMMENT ON EXTENSION pg_idgen IS 'Unique ids made inside PostgreSQL: Snowflake, segment numbers, per-key sequences, ObjectId, UUIDv7, and their decoders';
+
+------------------------------------------------------------------------------------------------
+-- Per-key sequences, text keys (src/seq/text_key.rs): a space made from now on hashes its text
+-- keys with SipHash-2-4 under a secret of its own, kept in seq_space_secret; the spaces that
+-- exist keep their unkeyed hash (text_key_hash = 'fnv-1a', the column's default), or their text
+-- keys would start again below the numbers they were given. seq_key(text), which had no space,
+-- gives way to seq_key(space, key). The drop fails, and with it the update, while a view, an
+-- index or a column default uses seq_key(text): replace it with seq_key('space', key) first.
+------------------------------------------------------------------------------------------------
+ALTER TABLE seq_space ADD COLUMN text_key_hash text NOT NULL DEFAULT 'fnv-1a'
+    CHECK (text_key_hash IN ('fnv-1a', 'siphash-2-4'));
+CREATE TABLE seq_space_secret (
+    space  text PRIMARY KEY,
+    secret bytea NOT NULL CHECK (octet_length(secret) = 16)
+);
+ALTER TABLE seq_space_secret ENABLE ROW LEVEL SECURITY;
+SELECT pg_catalog.pg_extension_config_dump('seq_space_secret', '');
+COMMENT ON TABLE seq_space_secret IS
+    'Secrets of per-key sequence spaces: the key of SipHash-2-4, which maps a space''s text keys to keys; readable by superusers only.';
+COMMENT ON FUNCTION pg_idgen_seq_changed() IS
+    'Trigger on seq_space, seq_section and seq_space_secret: retires cached sections whose rows changed; refuses changes that would repeat numbers.';
+CREATE TRIGGER seq_space_secret_changed AFTER UPDATE OR DELETE ON seq_space_secret
+    FOR EACH ROW EXECUTE FUNCTION pg_idgen_seq_changed();
+CREATE TRIGGER seq_space_secret_truncated BEFORE TRUNCATE ON seq_space_secret
+    FOR EACH STATEMENT EXECUTE FUNCTION pg_idgen_seq_changed();
+ALTER TABLE seq_space_secret ENABLE ALWAYS TRIGGER seq_space_secret_changed;
+ALTER TABLE seq_space_secret ENABLE ALWAYS TRIGGER seq_space_secret_truncated;
+DROP FUNCTION seq_key(text);
+CREATE FUNCTION "seq_key"(
+	"space" text, /* TextBytes */
+	"key" text /* TextBytes */
+) RETURNS bigint /* i64 */
+STABLE STRICT PARALLEL SAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'seq_key_in_space_wrapper';
+COMMENT ON FUNCTION seq_next_text(text, text) IS
+    'Next number of a text key (seq_key(space, key)) in a space of per-key sequences.';
+COMMENT ON FUNCTION seq_current_text(text, text) IS
+    'seq_current() of a text key (seq_key(space, key)).';
+COMMENT ON FUNCTION seq_key(text, text) IS
+    'The bigint key of a text key in a space: SipHash-2-4 of its bytes under the space''s secret (FNV-1a 64 and SplitMix64 for spaces made before 0.9.0).';
+REVOKE EXECUTE ON FUNCTION seq_key(text, text) FROM PUBLIC;

@@ -29,7 +29,8 @@ pub fn fill(bytes: &mut [u8]) {
 }
 
 /// Fresh bytes straight from the operating system, for values chosen once per server start
-/// (in the postmaster, where no per-process generator may be seeded).
+/// (in the postmaster, where no per-process generator may be seeded) and for secrets that are
+/// kept (a space's, for its text keys).
 pub fn os_bytes<const N: usize>() -> [u8; N] {
     let mut bytes = [0u8; N];
     rand::rngs::OsRng.fill_bytes(&mut bytes);

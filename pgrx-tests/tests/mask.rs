@@ -1,10 +1,13 @@
 //! System tests of public numbers (`id_mask*`, `id_unmask*`, `id_mask_key_*`): a million ids,
 //! restarts and a crash, a base backup, a promoted standby, a dump restored, keys exported from
-//! one server and imported into another, a rotation seen by other backends, what a role without
-//! rights can see (the table, statistics, settings, the log with `log_statement = all`,
-//! `pg_stat_statements`), and a statistical test that the masks show no order.
+//! one server and imported into another, a rotation seen by other backends (also by a prepared
+//! statement's parallel plan in a transaction, and when the keys arrive by logical replication),
+//! a locked key table, what a role without rights can see (the table, statistics, settings, the
+//! log with `log_statement = all`, `pg_stat_statements`), and a statistical test that the masks
+//! show no order.
 
 use std::process::Command;
+use std::time::{Duration, Instant};
 
 use pg_idgen_system_tests::{bin, sqlstate, started_cluster, Client, Cluster};
 
@@ -257,14 +260,25 @@ fn a_role_without_rights_finds_no_key_anywhere() {
     }
 }
 
-/// The first digit of the base32 form of id 1 in a session: the current key version mod 32.
+/// Session settings under which the planner chooses parallel plans (the leader takes part), and a
+/// table `many` of 200,000 ids to plan them for.
+const PARALLEL_PLANS: &str = "SET max_parallel_workers_per_gather = 2; SET parallel_setup_cost = 0; SET parallel_tuple_cost = 0;
+     SET min_parallel_table_scan_size = 0; SET parallel_leader_participation = on;
+     CREATE TABLE many AS SELECT g FROM generate_series(1, 200000) AS g; ANALYZE many";
+
+/// What `explain` (an EXPLAIN statement) prints, as one text.
+fn plan(db: &mut Client, explain: &str) -> String {
+    db.query(explain, &[]).unwrap().iter().map(|r| r.get::<_, String>(0)).collect::<Vec<_>>().join("\n")
+}
+
+/// The first digit of the base32 form of id 1 in a session: the current key version's digit.
 fn current_version(db: &mut Client) -> String {
     db.query_one("SELECT left(id_mask_base32(1), 1)", &[]).unwrap().get(0)
 }
 
 /// Claim: a backend that cached the keys sees another backend's rotation, removal of a version,
 /// import and `TRUNCATE` from its next transaction on, never a rolled-back one, and the rotating
-/// backend sees its own at once; parallel workers mask with the current keys too.
+/// backend sees its own at once; a parallel plan (whose leader masks) uses the current keys too.
 #[test]
 fn another_backends_rotation_is_seen_from_the_next_transaction() {
     let cluster = started_cluster("mask-rotation", &[]);
@@ -289,32 +303,25 @@ fn another_backends_rotation_is_seen_from_the_next_transaction() {
     let export: String = a.query_one("SELECT id_mask_key_export()", &[]).unwrap().get(0);
     a.batch_execute("DELETE FROM idgen_internal.mask_key WHERE version = 2").unwrap();
     assert_eq!(current_version(&mut b), "1", "a removed version is seen gone");
-    let added: i32 = a.query_one("SELECT id_mask_key_import($1)", &[&export]).unwrap().get(0);
+    let version_3 = format!("pg_idgen mask keys 1\nversion 3 aes {} check {}", "ab".repeat(32), "cd".repeat(32));
+    let added: i32 = a.query_one("SELECT id_mask_key_import($1)", &[&version_3]).unwrap().get(0);
     assert_eq!(added, 1);
-    assert_eq!(current_version(&mut b), "2", "an import is seen");
+    assert_eq!(current_version(&mut b), "3", "an import is seen");
     a.batch_execute("TRUNCATE idgen_internal.mask_key").unwrap();
     assert_eq!(sqlstate(&b.query_one("SELECT id_mask(1)", &[]).unwrap_err()), "55000", "a truncation is seen");
-    a.query_one("SELECT id_mask_key_import($1)", &[&export]).unwrap();
+    // Retired versions come back only deliberately: their history rows go first.
+    a.batch_execute("DELETE FROM idgen_internal.mask_key_history WHERE version IN (1, 2)").unwrap();
+    let added: i32 = a.query_one("SELECT id_mask_key_import($1)", &[&export]).unwrap().get(0);
+    assert_eq!(added, 2);
     assert_eq!(current_version(&mut b), "2");
-    // Many backends and parallel workers: every one reads the keys as they are now.
-    b.batch_execute(
-        "SET max_parallel_workers_per_gather = 2; SET parallel_setup_cost = 0; SET parallel_tuple_cost = 0;
-         SET min_parallel_table_scan_size = 0",
-    )
-    .unwrap();
-    b.batch_execute("CREATE TABLE many AS SELECT g FROM generate_series(1, 200000) AS g; ANALYZE many").unwrap();
+    // Another backend, with a parallel plan: the keys as they are now.
+    b.batch_execute(PARALLEL_PLANS).unwrap();
     let wrong: i64 = b
         .query_one("SELECT count(*) FILTER (WHERE id_unmask(id_mask(g, 'p'), 'p') <> g OR left(id_mask_base32(g), 1) <> '2') FROM many", &[])
         .unwrap()
         .get(0);
     assert_eq!(wrong, 0);
-    let plan: String = b
-        .query("EXPLAIN SELECT count(*) FILTER (WHERE id_mask(g) < 0) FROM many", &[])
-        .unwrap()
-        .iter()
-        .map(|r| r.get::<_, String>(0))
-        .collect::<Vec<_>>()
-        .join("\n");
+    let plan = plan(&mut b, "EXPLAIN SELECT count(*) FILTER (WHERE id_mask(g) < 0) FROM many");
     assert!(plan.contains("Parallel Seq Scan"), "a parallel plan: {plan}");
 }
 
@@ -349,4 +356,114 @@ fn keys_survive_a_base_backup_a_promotion_and_a_dump() {
     assert_eq!(masks(&mut restored, "(SELECT array_agg(g) FROM ids)", "orders"), original, "in the restored database");
     let unmasked: i64 = restored.query_one("SELECT id_unmask_base32($1, 'orders')", &[&old_text]).unwrap().get(0);
     assert_eq!(unmasked, 99);
+}
+
+/// The rows of one execution of the prepared statement `versions`: each key version digit the
+/// base32 form shows, with how many rows it masked.
+fn digits_used(db: &mut Client) -> Vec<(String, i64)> {
+    db.query("EXECUTE versions", &[]).unwrap().iter().map(|r| (r.get(0), r.get(1))).collect()
+}
+
+/// Claim: one execution of a statement with a parallel plan masks every row with one key version,
+/// the one current when it began: after another backend's rotation committed between two
+/// `EXECUTE`s of a prepared statement, the second masks all 200,000 rows with the new version — in
+/// autocommit, and inside a transaction block, where the leader already holds its locks (so
+/// PostgreSQL takes in no invalidation for it) while parallel workers start with no keys.
+#[test]
+fn a_parallel_plan_masks_every_row_with_the_keys_its_statement_began_with() {
+    let cluster = started_cluster("mask-parallel", &["max_worker_processes = 16", "max_parallel_workers = 8"]);
+    let mut a = cluster.connect();
+    let mut b = cluster.connect();
+    a.batch_execute("SELECT id_mask_key_create()").unwrap();
+    b.batch_execute(PARALLEL_PLANS).unwrap();
+    b.batch_execute("PREPARE versions AS SELECT left(id_mask_base32(g), 1) AS digit, count(*) FROM many GROUP BY 1 ORDER BY 1").unwrap();
+    let plan = plan(&mut b, "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) EXECUTE versions");
+    assert!(plan.contains("Parallel Seq Scan") && plan.contains("Workers Launched: 2"), "a parallel plan: {plan}");
+    let mut version = 1;
+    for in_block in [false, true] {
+        if in_block {
+            b.batch_execute("BEGIN").unwrap();
+        }
+        assert_eq!(digits_used(&mut b), [(version.to_string(), 200_000)], "before the rotation (in a block: {in_block})");
+        version = a.query_one("SELECT id_mask_key_create()", &[]).unwrap().get::<_, i32>(0);
+        assert_eq!(digits_used(&mut b), [(version.to_string(), 200_000)], "after another backend's rotation (in a block: {in_block})");
+        if in_block {
+            b.batch_execute("COMMIT").unwrap();
+        }
+    }
+    // A function wrongly marked PARALLEL SAFE makes parallel workers call a mask function: they
+    // refuse rather than mask with keys of their own reading.
+    b.batch_execute("CREATE FUNCTION wrongly_safe(bigint) RETURNS text LANGUAGE plpgsql PARALLEL SAFE AS $$BEGIN RETURN id_mask_base32($1); END$$")
+        .unwrap();
+    let error = b.query_one("SELECT count(*) FROM many WHERE wrongly_safe(g) < '5'", &[]).unwrap_err();
+    assert_eq!(sqlstate(&error), "25000", "{error:?}");
+}
+
+/// Claim: keys that arrive by logical replication — whose apply fires row triggers only, never
+/// statement triggers — are used by the subscriber's backends from their next statement on: a
+/// backend that masked with version 1 masks with version 2 once the publisher's rotation has
+/// arrived, and unmasks the publisher's numbers of both versions.
+#[test]
+fn keys_that_arrive_by_logical_replication_are_seen_by_every_backend() {
+    let publisher = started_cluster("mask-publisher", &["wal_level = logical"]);
+    let subscriber = started_cluster("mask-subscriber", &[]);
+    let mut p = publisher.connect();
+    p.batch_execute("SELECT id_mask_key_create(); CREATE PUBLICATION keys FOR TABLE idgen_internal.mask_key").unwrap();
+    let old_number: String = p.query_one("SELECT id_mask_base32(42)", &[]).unwrap().get(0);
+    let mut admin = subscriber.connect();
+    admin
+        .batch_execute(&format!(
+            "CREATE SUBSCRIPTION keys CONNECTION 'host={} port={} dbname=postgres user=postgres' PUBLICATION keys",
+            publisher.socket_dir(),
+            publisher.port
+        ))
+        .unwrap();
+    let rows_arrived = |admin: &mut Client, rows: i64| {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while admin.query_one("SELECT count(*) FROM idgen_internal.mask_key", &[]).unwrap().get::<_, i64>(0) < rows {
+            assert!(Instant::now() < deadline, "the key rows did not arrive");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    };
+    rows_arrived(&mut admin, 1);
+    let mut reader = subscriber.connect();
+    assert_eq!(current_version(&mut reader), "1", "the subscriber's backend masks with version 1");
+
+    p.batch_execute("SELECT id_mask_key_create()").unwrap();
+    let new_number: String = p.query_one("SELECT id_mask_base32(42)", &[]).unwrap().get(0);
+    rows_arrived(&mut admin, 2);
+    // The row is visible a moment before the apply's invalidation is sent: allow a few seconds.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while current_version(&mut reader) != "2" {
+        assert!(Instant::now() < deadline, "the backend kept masking with version 1 after version 2 arrived");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let new_here: String = reader.query_one("SELECT id_mask_base32(42)", &[]).unwrap().get(0);
+    assert_eq!(new_here, new_number, "the same public number as the publisher's");
+    for number in [&old_number, &new_number] {
+        let id: i64 = reader.query_one("SELECT id_unmask_base32($1)", &[number]).unwrap().get(0);
+        assert_eq!(id, 42, "{number}");
+    }
+}
+
+/// Claim: a backend that must read the keys while another session holds `ACCESS EXCLUSIVE` on the
+/// key table waits at most `pg_idgen.segment_wait_timeout` (here 500 ms), then fails with `55P03`
+/// naming the setting; once the lock is gone it masks.
+#[test]
+fn a_locked_key_table_fails_a_call_after_the_wait_timeout() {
+    let cluster = started_cluster("mask-locked", &["pg_idgen.segment_wait_timeout = 500"]);
+    let mut a = cluster.connect();
+    a.batch_execute("SELECT id_mask_key_create()").unwrap();
+    a.batch_execute("BEGIN; LOCK TABLE idgen_internal.mask_key IN ACCESS EXCLUSIVE MODE").unwrap();
+    let mut b = cluster.connect();
+    b.batch_execute("SET statement_timeout = '10s'").unwrap();
+    let started = Instant::now();
+    let error = b.query_one("SELECT id_mask(1)", &[]).unwrap_err();
+    let waited = started.elapsed();
+    assert_eq!(sqlstate(&error), "55P03", "{error:?}");
+    let shown = format!("{:?}", error.as_db_error());
+    assert!(shown.contains("pg_idgen.segment_wait_timeout"), "{shown}");
+    assert!(waited >= Duration::from_millis(450) && waited < Duration::from_secs(3), "waited {waited:?}");
+    a.batch_execute("ROLLBACK").unwrap();
+    b.query_one("SELECT id_mask(1)", &[]).unwrap();
 }

@@ -2,7 +2,7 @@
 
 use std::thread;
 
-use pg_idgen_system_tests::{started_cluster, Client};
+use pg_idgen_system_tests::{sqlstate, started_cluster, Client};
 
 /// Everything pg_idgen's SQL uses, planted by the owner in `public` under the same name and
 /// argument types: each logs its call and, if run by a superuser, makes the owner a superuser.
@@ -428,9 +428,11 @@ fn a_schema_renamed_while_a_conversion_waits_never_runs_the_owners_code() {
 }
 
 /// Claim: a role granted every privilege on `segment_tag` and `node_lease` (TRIGGER included),
-/// not their owner, adds row triggers to both that would make it a superuser; a superuser then
-/// creates and drops a tag, converts a column to a tag (which creates one), and the registry's
-/// functions run with `session_replication_role = replica`. The grantee's triggers never run.
+/// not their owner, adds row triggers to both that would make it a superuser; a superuser's
+/// `segment_create()`, `segment_drop()` and conversion of a column to a tag (which creates one)
+/// are refused (55000, naming the trigger), and succeed once the table's owner has disabled it;
+/// the registry's functions run with `session_replication_role = replica`. The grantee's
+/// triggers never run.
 #[test]
 fn a_trigger_added_by_a_grantee_never_runs_as_the_superuser_who_manages_tags() {
     let cluster = started_cluster("privileges-grantee-tags", &["pg_idgen.database = 'app'"]);
@@ -470,13 +472,22 @@ fn a_trigger_added_by_a_grantee_never_runs_as_the_superuser_who_manages_tags() {
     assert_eq!(planted_calls(&mut superuser), ["segment_tag INSERT by owner"]);
     owner.batch_execute("DELETE FROM public.planted_calls").unwrap();
 
-    superuser
-        .batch_execute(
-            "SELECT public.segment_create('made', 1, 10);
-             SELECT public.segment_drop('made');
-             SELECT public.segment_convert_column('data.tickets', 'no', 'tickets');",
-        )
-        .unwrap();
+    let calls = [
+        "SELECT public.segment_create('made', 1, 10)",
+        "SELECT public.segment_drop('probe')",
+        "SELECT public.segment_convert_column('data.tickets', 'no', 'tickets')",
+    ];
+    for call in calls {
+        let error = superuser.batch_execute(call).expect_err(call);
+        assert_eq!(sqlstate(&error), "55000", "{call}: {error:?}");
+        let message = error.as_db_error().map(|e| e.message().to_string()).unwrap_or_default();
+        assert!(message.contains("trigger \"escalate\""), "{call}: {message}");
+    }
+    assert_eq!(planted_calls(&mut superuser), Vec::<String>::new(), "the grantee's trigger ran as the superuser");
+    superuser.batch_execute("ALTER TABLE public.segment_tag DISABLE TRIGGER escalate").unwrap();
+    for call in calls {
+        superuser.batch_execute(call).unwrap_or_else(|e| panic!("{call}: {e}"));
+    }
     assert_eq!(planted_calls(&mut superuser), Vec::<String>::new(), "the grantee's trigger ran as the superuser");
     let owner_is_superuser: bool =
         owner.query_one("SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname = 'owner'", &[]).unwrap().get(0);

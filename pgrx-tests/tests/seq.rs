@@ -62,6 +62,14 @@ fn select_next(space: &str) -> String {
     )
 }
 
+/// The same for the text key `'k' || key`, through `seq_next_text()`.
+fn select_next_text(space: &str) -> String {
+    format!(
+        "SELECT $1::int AS client, $2 + o::int AS seq, k AS key, seq_next_text('{space}', 'k' || k::text) AS n
+           FROM unnest($3::bigint[]) WITH ORDINALITY AS u(k, o)"
+    )
+}
+
 /// What each client of a `Load` does.
 #[derive(Clone)]
 struct Work {
@@ -350,6 +358,9 @@ fn wait_for_replay(primary: &Cluster, standby: &Cluster) {
 /// Claim: a streaming standby in recovery refuses `seq_next()` and `seq_current()` (25006); once
 /// it has replayed its primary's WAL up to after 4 clients took numbers there, and is promoted,
 /// every number it hands out for a key is above every number the primary handed out for that key.
+/// So for the text keys of a space made on the primary (keyed by its secret, which the standby
+/// has from the WAL like the space's rows): each is the key it was on the primary
+/// (`seq_key(space, key)`), above its numbers there.
 /// What this needs: the raises' WAL reached the standby before the promotion — the worker makes a
 /// raise durable locally before its numbers are handed out, but replication is asynchronous, so
 /// numbers of a raise the standby never received could be handed out again.
@@ -358,13 +369,18 @@ fn a_promoted_standby_continues_above_its_primary() {
     let primary = seq_cluster("seq-primary", &[]);
     // Why the CHECKPOINT: pg_basebackup starts with a spread checkpoint, which writes the dirty
     // buffers at about 10 a second; written now, at once, it has none left to write.
-    primary.connect().batch_execute("SELECT seq_space_create('p', step => 10); CHECKPOINT").unwrap();
+    primary.connect().batch_execute("SELECT seq_space_create('p', step => 10); SELECT seq_space_create('pt', step => 10); CHECKPOINT").unwrap();
     let standby = Cluster::standby_of("seq-standby", &primary);
     configure_seq(&standby, &[]);
     standby.start();
     let work = Work { statement: select_next("p"), keys: Keys::Random { count: 1000, seed: 4, per_statement: 500 }, batches: 4 };
+    let text_work = Work { statement: select_next_text("pt"), keys: Keys::Random { count: 300, seed: 5, per_statement: 100 }, batches: 4 };
     let mut taken = Load::start(&primary, 4, 0, &work).finish();
     assert_no_error(&taken);
+    let mut taken_text = Load::start(&primary, 4, 0, &text_work).finish();
+    assert_no_error(&taken_text);
+    let text_keys = "SELECT seq_key('pt', 'k' || k::text) FROM generate_series(0, 299) AS k ORDER BY k";
+    let keys_on_primary: Vec<i64> = primary.connect().query(text_keys, &[]).unwrap().iter().map(|r| r.get(0)).collect();
     wait_for_replay(&primary, &standby);
     let mut in_recovery = standby.connect();
     for call in ["SELECT seq_next('p', 1)", "SELECT seq_current('p', 1)"] {
@@ -376,9 +392,47 @@ fn a_promoted_standby_continues_above_its_primary() {
     let after = Load::start(&standby, 4, 1, &work).finish();
     assert_no_error(&after);
     taken.extend(after);
+    let after = Load::start(&standby, 4, 1, &text_work).finish();
+    assert_no_error(&after);
+    taken_text.extend(after);
     let mut db = standby.connect();
     store(&mut db, "received", &taken);
     assert_eq!(assert_numbering(&mut db, "received"), [8000, 8000]);
+    let keys_on_standby: Vec<i64> = db.query(text_keys, &[]).unwrap().iter().map(|r| r.get(0)).collect();
+    assert_eq!(keys_on_standby, keys_on_primary, "each text key is the key it was on the primary");
+    store(&mut db, "received_text", &taken_text);
+    assert_eq!(assert_numbering(&mut db, "received_text"), [1600, 1600]);
+}
+
+/// Claim: pg_dump carries each space's secret with its rows. 4 clients take numbers of 300 text
+/// keys of a space made by `seq_space_create()` (keyed by its secret); the database is dumped and
+/// restored into a fresh cluster, where each text key is the key it was (`seq_key(space, key)`),
+/// and 4 clients take numbers of the same keys again: every number of a key after the restore is
+/// above every number the key was given before the dump, none twice.
+#[test]
+fn a_dump_and_restore_keeps_each_text_key_above_its_numbers() {
+    let old = seq_cluster("seq-dump", &[]);
+    old.connect().batch_execute("SELECT seq_space_create('t', step => 10)").unwrap();
+    let work = Work { statement: select_next_text("t"), keys: Keys::Random { count: 300, seed: 7, per_statement: 100 }, batches: 4 };
+    let mut taken = Load::start(&old, 4, 0, &work).finish();
+    assert_no_error(&taken);
+    let text_keys = "SELECT seq_key('t', 'k' || k::text) FROM generate_series(0, 299) AS k ORDER BY k";
+    let keys_before: Vec<i64> = old.connect().query(text_keys, &[]).unwrap().iter().map(|r| r.get(0)).collect();
+    let dump = old.dump("postgres");
+    old.stop();
+
+    let new = Cluster::init("seq-restored");
+    configure_seq(&new, &[]);
+    new.start();
+    new.restore(&dump, "postgres");
+    let mut db = new.connect();
+    let keys_after: Vec<i64> = db.query(text_keys, &[]).unwrap().iter().map(|r| r.get(0)).collect();
+    assert_eq!(keys_after, keys_before, "each text key is the key it was before the dump");
+    let after = Load::start(&new, 4, 1, &work).finish();
+    assert_no_error(&after);
+    taken.extend(after);
+    store(&mut db, "received", &taken);
+    assert_eq!(assert_numbering(&mut db, "received"), [1600, 1600]);
 }
 
 /// Claim: with a cache of 16 sections and 100,000 keys in 782 sections, which 4 clients call at
@@ -406,7 +460,7 @@ fn an_eviction_storm_never_repeats_a_number_of_a_key() {
 /// Claim: NULL as space or key gives NULL (the functions are STRICT); an unknown space gives
 /// 42704; a space name of 0 or 64 bytes gives 22023 (63 bytes work); the keys i64::MIN, -1, 0, 1
 /// and i64::MAX each number 1, 2, 3 on their own, whatever the others took; a text key counts on
-/// the bigint key `seq_key()` gives it.
+/// the bigint key `seq_key(space, key)` gives it.
 #[test]
 fn hostile_arguments_give_null_or_a_clear_error_and_extreme_keys_work() {
     let cluster = seq_cluster("seq-arguments", &[]);
@@ -439,7 +493,7 @@ fn hostile_arguments_give_null_or_a_clear_error_and_extreme_keys_work() {
             assert_eq!(next(&mut db, "x", key), round, "key {key}, call {round}");
         }
     }
-    let row = db.query_one("SELECT seq_next_text('x', 'abc'), seq_next('x', seq_key('abc'))", &[]).unwrap();
+    let row = db.query_one("SELECT seq_next_text('x', 'abc'), seq_next('x', seq_key('x', 'abc'))", &[]).unwrap();
     assert_eq!((row.get::<_, i64>(0), row.get::<_, i64>(1)), (1, 2));
     // An untyped '5' is key 5, not the text "5" (there is no text overload to resolve it to).
     let row = db.query_one("SELECT seq_next('x', '5'), seq_next('x', 5)", &[]).unwrap();
@@ -489,6 +543,32 @@ fn a_space_created_again_numbers_from_1_in_every_backend() {
     for (i, user) in users.iter_mut().enumerate() {
         assert_all(numbers_of(user), i as i64 + 2, &format!("the extension created again, backend {i}"));
     }
+}
+
+/// Claim: a backend that numbered a text key of a space, and still knows the space by its old row
+/// when the extension is dropped and created again and the space with it — under the same id, name
+/// and section size, but with another secret — never numbers the text with its old key: after a
+/// new backend took the text's first number, and the section of the text's old key was loaded
+/// (`seq_current()`), the old backend gets the text's second number, not a first one again.
+#[test]
+fn a_text_key_of_a_space_created_again_is_numbered_once_in_every_backend() {
+    let cluster = seq_cluster("seq-recreate-text", &[]);
+    let mut admin = cluster.connect();
+    admin.batch_execute("SELECT seq_space_create('t')").unwrap();
+    let mut user = cluster.connect();
+    let first: i64 = user.query_one("SELECT seq_next_text('t', 'alice')", &[]).unwrap().get(0);
+    assert_eq!(first, 1);
+    let old_key: i64 = user.query_one("SELECT seq_key('t', 'alice')", &[]).unwrap().get(0);
+    admin.batch_execute("DROP EXTENSION pg_idgen CASCADE; CREATE EXTENSION pg_idgen; SELECT seq_space_create('t')").unwrap();
+    let id: i32 = admin.query_one("SELECT id FROM seq_space WHERE space = 't'", &[]).unwrap().get(0);
+    assert_eq!(id, 1, "the id the dropped space had");
+    let mut fresh = cluster.connect();
+    let first: i64 = fresh.query_one("SELECT seq_next_text('t', 'alice')", &[]).unwrap().get(0);
+    assert_eq!(first, 1, "a new backend numbers the text from 1 in the space created again");
+    let old_key_current: i64 = fresh.query_one("SELECT seq_current('t', $1)", &[&old_key]).unwrap().get(0);
+    assert_eq!(old_key_current, 0, "the text's old key is another key of the new space, never used");
+    let second: i64 = user.query_one("SELECT seq_next_text('t', 'alice')", &[]).unwrap().get(0);
+    assert_eq!(second, 2, "the backend that knew the old space gives the text its second number");
 }
 
 /// Claim: a role not granted EXECUTE on `seq_next()` (PUBLIC is not) gets 42501, and once

@@ -9,7 +9,8 @@ const CURRENT: &str = "0.9.0";
 /// Every object of the extension as one line of text, sorted: functions with their result,
 /// volatility, strictness, parallel safety, privileges, comment, body and settings; types, operators, casts,
 /// operator classes with their support functions and operators, aggregates; the tag table's
-/// columns, constraints, triggers and dump registration.
+/// columns, constraints, triggers and dump registration; each table's row-level security and
+/// privileges.
 fn extension_catalog(db: &mut Client) -> Vec<String> {
     db.query(
         "WITH members AS (
@@ -60,8 +61,14 @@ fn extension_catalog(db: &mut Client) -> Vec<String> {
          SELECT 'trigger ' || pg_get_triggerdef(t.oid) || ' enabled=' || t.tgenabled::text
            FROM members AS m JOIN pg_trigger AS t ON m.classid = 'pg_class'::regclass AND t.tgrelid = m.objid
          UNION ALL
+         SELECT 'index ' || pg_get_indexdef(i.indexrelid)
+           FROM members AS m JOIN pg_index AS i ON m.classid = 'pg_class'::regclass AND i.indrelid = m.objid
+         UNION ALL
          SELECT 'table comment ' || coalesce(obj_description(m.objid, 'pg_class'), '')
            FROM members AS m WHERE m.classid = 'pg_class'::regclass
+         UNION ALL
+         SELECT 'relation ' || c.oid::regclass || ' row_security=' || c.relrowsecurity || ' acl=' || coalesce(c.relacl::text, 'default')
+           FROM members AS m JOIN pg_class AS c ON m.classid = 'pg_class'::regclass AND c.oid = m.objid
          UNION ALL
          -- Sorted: the order of the tables does not matter, and install and update differ in it.
          SELECT 'extension comment ' || coalesce(obj_description(e.oid, 'pg_extension'), '')
@@ -92,7 +99,7 @@ fn install_fixture(version: &str) {
 /// fix). After `ALTER EXTENSION pg_idgen UPDATE`, from 0.1.0, 0.2.0, 0.3.0, 0.4.0, 0.5.0, 0.6.0, 0.7.0 and 0.8.0 alike, the extension
 /// has the current version and exactly the objects of a fresh install — every function's
 /// declaration, privileges and comment, every type, operator, cast and operator class, the tag
-/// and registry tables' columns, constraints and triggers — and works. An `objectid_gen()` revoked from PUBLIC
+/// and registry tables' columns, constraints, indexes and triggers — and works. An `objectid_gen()` revoked from PUBLIC
 /// and granted to one role gives `objectid_next()` the same privileges, and `snowflake_next()` and
 /// `segment_next()` likewise give theirs to their blocks (`…_next_range`), also after a dump of
 /// the updated database is restored into a fresh install.
@@ -202,4 +209,55 @@ fn assert_blocks_granted_as_their_generators(db: &mut Client, when: &str) {
         .unwrap();
     let privileges: (bool, bool, bool, bool) = (row.get(0), row.get(1), row.get(2), row.get(3));
     assert_eq!(privileges, (false, true, false, true), "{when}: the blocks as their generators were granted");
+}
+
+/// Claim: a space made with pg_idgen 0.8.0's SQL objects keeps numbering its text keys above the
+/// numbers they were given, through `ALTER EXTENSION pg_idgen UPDATE` and a restart (every
+/// section loaded again from its persisted maximum): each of its 100 text keys is the key 0.8.0's
+/// `seq_key(text)` gave it (`seq_key(space, key)` after the update), and its next number is above
+/// the 3 it took before. A space made after the update hashes its text keys with a secret of its
+/// own (SipHash-2-4): another key for the same text.
+#[test]
+fn a_space_made_before_the_update_keeps_its_text_keys() {
+    install_fixture("0.8.0");
+    let cluster = Cluster::init("upgrade-text-keys");
+    cluster.configure(&["shared_preload_libraries = 'pg_idgen'", "pg_idgen.node_id = 18", "pg_idgen.database = 'postgres'"]);
+    cluster.start();
+    let mut db = cluster.connect();
+    db.batch_execute("CREATE EXTENSION pg_idgen VERSION '0.8.0'; SELECT seq_space_create('old', step => 10)").unwrap();
+    let before: Vec<(i64, i64)> = db
+        .query(
+            "SELECT seq_key('k' || k::text), max(n)
+               FROM generate_series(0, 99) AS k,
+                    LATERAL (SELECT seq_next_text('old', 'k' || k::text) AS n FROM generate_series(1, 3)) AS t
+              GROUP BY k ORDER BY k",
+            &[],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    assert!(before.iter().all(|&(_, n)| n == 3), "each text key took 1, 2, 3: {:?}", &before[..3]);
+    db.batch_execute("ALTER EXTENSION pg_idgen UPDATE").unwrap();
+    drop(db);
+    cluster.stop();
+    cluster.start();
+    let mut db = cluster.connect();
+    let after: Vec<(i64, i64)> = db
+        .query("SELECT seq_key('old', 'k' || k::text), seq_next_text('old', 'k' || k::text) FROM generate_series(0, 99) AS k ORDER BY k", &[])
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    for (k, ((key_before, last_before), (key_after, next_after))) in before.iter().zip(&after).enumerate() {
+        assert!(next_after > last_before, "text key k{k}: {next_after} after {last_before} before the update");
+        assert_eq!(key_before, key_after, "text key k{k}: the key 0.8.0 gave it");
+    }
+    let hash: String = db.query_one("SELECT text_key_hash FROM seq_space WHERE space = 'old'", &[]).unwrap().get(0);
+    assert_eq!(hash, "fnv-1a", "the space made before keeps its unkeyed hash");
+    db.batch_execute("SELECT seq_space_create('new')").unwrap();
+    let row = db.query_one("SELECT text_key_hash, seq_key('new', 'k0') FROM seq_space WHERE space = 'new'", &[]).unwrap();
+    let (hash, key): (String, i64) = (row.get(0), row.get(1));
+    assert_eq!(hash, "siphash-2-4", "a space made after the update is keyed");
+    assert_ne!(key, before[0].0, "a keyed space's text key is not the unkeyed one");
 }

@@ -1,218 +1,75 @@
-//! Mask keys: the table that holds them, each backend's cache of their expanded AES key
-//! schedules, and creating, exporting and importing them.
+//! Mask keys: the tables that hold them, and making, exporting and importing them.
 //!
 //! - A key version is a row of `idgen_internal.mask_key`: an AES key for FF1 (16, 24 or 32
-//!   bytes; made ones are 32) and an AES-256 key for the checks of the text forms, both from the
-//!   CSPRNG of `crate::random`. The highest version is the current one.
+//!   bytes; made ones are 32) and an AES-256 key for the checks of the text forms. The highest
+//!   version is the current one.
 //! - Only superusers read the rows: no privilege on the table is granted, and row-level security
 //!   is enabled and forced without a policy, so `pg_read_all_data` (which grants SELECT but does
 //!   not bypass row security) sees no row. The masking functions read the rows through the C API
 //!   (no SQL, no row security) and hand out only masked values.
-//! - Each backend expands the keys once (`CACHE`) and keeps them until the table changes: the
-//!   table's statement trigger sends a relcache invalidation for it, which PostgreSQL delivers to
-//!   every backend after the change commits (and to this backend at its next command, or at
-//!   abort), and `relation_changed` then drops the cache. Another backend's rotation is seen from
-//!   the next transaction on; the rows are read with a fresh snapshot, taken after the
-//!   invalidation was processed, so a reload never sees the state from before it.
+//! - The text forms name a version by one digit (`digit`). The table's unique index on it keeps
+//!   two versions with one digit from being present together, so a text's digit names at most
+//!   one version: a number is only ever checked and unmasked under the version that made it.
+//! - A version's number names one key for good: `idgen_internal.mask_key_history` keeps every
+//!   version this database has held (its number and the fingerprint of its keys) when the
+//!   version is retired, i.e. its key row deleted. `id_mask_key_create()` numbers above all of
+//!   them; `id_mask_key_import()` refuses other keys under a number held before, and does not
+//!   bring a retired version back.
+//! - Keys made here are made inside pg_idgen's `INSERT` (`RANDOM_KEY`), never passed to it as
+//!   parameters, which pgaudit and auto_explain can log. Imported keys are parameters of its
+//!   `INSERT` (docs/public-numbers.md says what to turn off for an import).
 
-use std::cell::{Cell, RefCell};
 use std::ffi::CStr;
 
 use pgrx::pg_sys;
+use pgrx::pg_sys::panic::ErrorReport;
 use pgrx::prelude::*;
 
-use super::ff1::{Cipher, Domain};
-use crate::errors;
-use crate::tables::{self, Owner, Row};
+use super::ff1::Cipher;
+use crate::tables::{Owner, Row};
+use crate::{clock, errors, settings, tables};
 
 pub const KEY_TABLE: &CStr = c"mask_key";
+const HISTORY_TABLE: &CStr = c"mask_key_history";
 /// The first line of an exported key text; its number is the format's version.
 const EXPORT_HEADER: &str = "pg_idgen mask keys 1";
-/// How many precomputed domains and checks a key version keeps (bounded: purposes are caller text).
-const MEMO_LIMIT: usize = 64;
+/// How many versions can be present at once: one per digit.
+const DIGITS: u32 = 9;
+/// The block whose encryption under each of a version's keys is the version's fingerprint.
+const FINGERPRINT_BLOCK: [u8; 16] = *b"pg_idgen key id\0";
+/// 32 bytes from PostgreSQL's strong random source (`pg_strong_random()`, behind
+/// `gen_random_uuid()`): three version 4 UUIDs, 366 random bits, through SHA-256.
+const RANDOM_KEY: &str = "pg_catalog.sha256(pg_catalog.uuid_send(pg_catalog.gen_random_uuid()) \
+     OPERATOR(pg_catalog.||) pg_catalog.uuid_send(pg_catalog.gen_random_uuid()) \
+     OPERATOR(pg_catalog.||) pg_catalog.uuid_send(pg_catalog.gen_random_uuid()))";
 
 /// One key version's secret bytes.
-struct Material {
-    version: u32,
-    aes_key: Vec<u8>,
-    check_key: Vec<u8>,
-}
-
-/// What the precomputation of a key version is for: an FF1 domain, or the check of a text form.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Use {
-    Ff1 { radix: u32, n: u32 },
-    Check { form: u8, width: u8 },
-}
-
-enum Precomputed {
-    Ff1(Domain),
-    Check([u8; 16]),
-}
-
-/// A key version, expanded: its ciphers and what it has precomputed per purpose.
-pub struct KeyVersion {
+pub struct Material {
     pub version: u32,
-    ff1: Cipher,
-    check: Cipher,
-    memo: RefCell<Vec<(Vec<u8>, Use, Precomputed)>>,
+    pub aes_key: Vec<u8>,
+    pub check_key: Vec<u8>,
 }
 
-impl KeyVersion {
-    fn memoized<T>(&self, purpose: &[u8], wanted: Use, make: impl FnOnce() -> Precomputed, read: impl FnOnce(&Precomputed) -> T) -> T {
-        let mut memo = self.memo.borrow_mut();
-        if let Some((_, _, found)) = memo.iter().find(|(p, u, _)| *u == wanted && p.as_slice() == purpose) {
-            return read(found);
-        }
-        if memo.len() >= MEMO_LIMIT {
-            memo.clear();
-        }
-        let made = make();
-        let value = read(&made);
-        memo.push((purpose.to_vec(), wanted, made));
-        value
-    }
-
-    /// FF1 over `0 .. radix^n` with this key and `purpose` as the tweak: `x` enciphered, or
-    /// deciphered when `inverse`. The caller keeps `x` below radix^n, and radix^n in
-    /// `ff1::Domain`'s range.
-    pub fn permute(&self, purpose: &[u8], radix: u32, n: u32, x: u128, inverse: bool) -> u128 {
-        self.memoized(
-            purpose,
-            Use::Ff1 { radix, n },
-            || Precomputed::Ff1(Domain::new(&self.ff1, radix, n, purpose).expect("a domain of a public number's form")),
-            |p| match p {
-                Precomputed::Ff1(domain) if inverse => domain.decrypt(&self.ff1, x),
-                Precomputed::Ff1(domain) => domain.encrypt(&self.ff1, x),
-                Precomputed::Check(_) => unreachable!("an FF1 use holds a domain"),
-            },
-        )
-    }
-
-    /// The check of `value` in text form `form` of width `width`: a CBC-MAC with the check key
-    /// over one block naming the form, width, version and purpose length, the purpose in whole
-    /// blocks, and the value's block. The first block fixes the message's length, so the
-    /// messages are prefix-free, as CBC-MAC needs.
-    pub fn check(&self, purpose: &[u8], form: u8, width: u8, value: u128) -> [u8; 16] {
-        let chain = self.memoized(
-            purpose,
-            Use::Check { form, width },
-            || {
-                let mut head = vec![0u8; 16];
-                head[..4].copy_from_slice(b"PIDC");
-                head[4] = form;
-                head[5] = width;
-                head[6..10].copy_from_slice(&self.version.to_be_bytes());
-                head[10] = purpose.len() as u8;
-                head.extend_from_slice(purpose);
-                head.resize(head.len().next_multiple_of(16), 0);
-                Precomputed::Check(self.check.cbc_mac([0; 16], &head))
-            },
-            |p| match p {
-                Precomputed::Check(chain) => *chain,
-                Precomputed::Ff1(_) => unreachable!("a check use holds a chain"),
-            },
-        );
-        self.check.cbc_mac(chain, &value.to_be_bytes())
-    }
-}
-
-/// The keys of this database as this backend last read them, ascending by version.
-struct Keys {
-    versions: Vec<KeyVersion>,
-}
-
-thread_local! {
-    static CACHE: RefCell<Option<Keys>> = const { RefCell::new(None) };
-    /// Set by `relation_changed` when the cache must be read again (a Cell: the callback may
-    /// come while the cache is borrowed, and must not panic).
-    static STALE: Cell<bool> = const { Cell::new(true) };
-    /// The key table the cache was read from: invalidations of other relations are ignored.
-    static CACHED_TABLE: Cell<pg_sys::Oid> = const { Cell::new(pg_sys::InvalidOid) };
-    /// Counts invalidations, so that a read during which one came is read again next time.
-    static INVALIDATIONS: Cell<u64> = const { Cell::new(0) };
-}
-
-/// The relcache callback: the key table changed (or every relation did).
-#[pg_guard]
-extern "C-unwind" fn relation_changed(_arg: pg_sys::Datum, relation: pg_sys::Oid) {
-    if relation == pg_sys::InvalidOid || relation == CACHED_TABLE.get() {
-        STALE.set(true);
-        INVALIDATIONS.set(INVALIDATIONS.get() + 1);
-    }
-}
-
-/// Registers the invalidation callback. Called from `_PG_init`, in every process that loads the
-/// library: masking works with or without the preload.
-pub fn register_invalidation() {
-    // SAFETY: a plain function pointer with the signature PostgreSQL calls.
-    unsafe { pg_sys::CacheRegisterRelcacheCallback(Some(relation_changed), pg_sys::Datum::from(0)) };
-}
-
-/// Runs `f` on the database's keys, reading them first if this backend has not since they last
-/// changed. Raises when the extension's key table is missing.
-fn with_keys<T>(f: impl FnOnce(&[KeyVersion]) -> T) -> T {
-    if STALE.get() || CACHE.with(|c| c.borrow().is_none()) {
-        let table = require_table();
-        let before = INVALIDATIONS.get();
-        CACHED_TABLE.set(table);
-        let versions = read_material(table)
-            .into_iter()
-            .map(|m| {
-                let (Some(ff1), Some(check)) = (Cipher::new(&m.aes_key), Cipher::new(&m.check_key)) else {
-                    errors::raise(
-                        PgSqlErrorCode::ERRCODE_DATA_CORRUPTED,
-                        format!("mask key version {} has keys of a wrong length", m.version),
-                        None,
-                        None,
-                    )
-                };
-                KeyVersion { version: m.version, ff1, check, memo: RefCell::new(Vec::new()) }
+impl Material {
+    /// What tells this version's keys from others without revealing them: AES of a fixed block
+    /// under each of its keys.
+    fn fingerprint(&self) -> Vec<u8> {
+        [&self.aes_key, &self.check_key]
+            .iter()
+            .flat_map(|key| {
+                let mut block = FINGERPRINT_BLOCK;
+                Cipher::new(key).expect("a key of a valid length").encrypt(&mut block);
+                block
             })
-            .collect();
-        CACHE.with(|c| *c.borrow_mut() = Some(Keys { versions }));
-        // An invalidation that came while reading: read again at the next call.
-        STALE.set(INVALIDATIONS.get() != before);
-    }
-    CACHE.with(|c| f(&c.borrow().as_ref().expect("just read").versions))
-}
-
-/// Runs `f` on key version `version`, or the current (highest) one when None; raises 55000
-/// when there is no key, 42704 when there is no such version.
-pub fn with_version<T>(version: Option<u32>, f: impl FnOnce(&KeyVersion) -> T) -> T {
-    let found = with_keys(|versions| {
-        let key = match version {
-            None => versions.last(),
-            Some(v) => versions.iter().find(|k| k.version == v),
-        };
-        key.map(|k| Ok(f(k))).unwrap_or(Err(versions.is_empty()))
-    });
-    match (found, version) {
-        (Ok(value), _) => value,
-        (Err(true), _) => no_key(),
-        (Err(false), Some(v)) => errors::raise(
-            PgSqlErrorCode::ERRCODE_UNDEFINED_OBJECT,
-            format!("mask key version {v} does not exist in this database"),
-            None,
-            Some("Import it from the server that made it: id_mask_key_export() there, id_mask_key_import() here."),
-        ),
-        (Err(false), None) => unreachable!("a non-empty list has a last version"),
+            .collect()
     }
 }
 
-/// The first `Some` that `f` gives for the versions `v` with `v % modulus == residue`, newest
-/// first; `Err(true)` when there is no key at all, `Err(false)` when none such or all gave None.
-pub fn find_in_versions<T>(modulus: u32, residue: u32, mut f: impl FnMut(&KeyVersion) -> Option<T>) -> Result<T, (bool, Vec<u32>)> {
-    with_keys(|versions| {
-        let mut tried = Vec::new();
-        for key in versions.iter().rev().filter(|k| k.version % modulus == residue) {
-            tried.push(key.version);
-            if let Some(found) = f(key) {
-                return Ok(found);
-            }
-        }
-        Err((versions.is_empty(), tried))
-    })
+/// The digit that names `version` in the text forms: 1 + (version − 1) mod 9, never 0 (a decimal
+/// public number keeps its width when read as a number). The unique index `mask_key_digit` on
+/// `((version - 1) % 9)` holds the same rule.
+pub fn digit(version: u32) -> u32 {
+    1 + (version - 1) % DIGITS
 }
 
 #[cold]
@@ -225,27 +82,34 @@ pub fn no_key() -> ! {
     )
 }
 
-fn require_table() -> pg_sys::Oid {
-    tables::extension_table_oid(KEY_TABLE).unwrap_or_else(|| {
+/// The OID of the extension's table `name`; raises when it is missing.
+fn require(name: &CStr) -> pg_sys::Oid {
+    tables::extension_table_oid(name).unwrap_or_else(|| {
         errors::raise(
             PgSqlErrorCode::ERRCODE_UNDEFINED_TABLE,
-            "pg_idgen's mask key table does not exist in this database".into(),
+            format!("pg_idgen's table {} does not exist in this database", name.to_string_lossy()),
             None,
             Some("CREATE EXTENSION pg_idgen in this database first (or ALTER EXTENSION pg_idgen UPDATE)."),
         )
     })
 }
 
+pub fn require_table() -> pg_sys::Oid {
+    require(KEY_TABLE)
+}
 
 /// Every key version's bytes, ascending, read through the C API with a fresh snapshot (also in
-/// parallel workers and on a hot standby; no row security applies to it).
-fn read_material(table: pg_sys::Oid) -> Vec<Material> {
+/// a hot standby; no row security applies to it). Waits for a lock on the table at most
+/// `pg_idgen.segment_wait_timeout`, then raises 55P03.
+pub fn read_material(table: pg_sys::Oid) -> Vec<Material> {
+    let deadline_ms = clock::monotonic_millis() + settings::config().segments.wait_timeout_ms as i64;
+    tables::lock_until(table, deadline_ms, &|| "the mask keys".into());
     let mut found = Vec::new();
-    // SAFETY: the table is opened and locked, scanned with a freshly taken snapshot (a NULL
-    // snapshot makes systable_beginscan take the catalog snapshot, taken anew for a relation that
-    // is not a catalog), and closed; the lock is kept to the end of the transaction.
+    // SAFETY: the table is locked; it is scanned with a freshly taken snapshot (a NULL snapshot
+    // makes systable_beginscan take the catalog snapshot, taken anew for a relation that is not
+    // a catalog), and closed; the lock is kept to the end of the transaction.
     unsafe {
-        let relation = pg_sys::table_open(table, pg_sys::AccessShareLock as i32);
+        let relation = pg_sys::table_open(table, pg_sys::NoLock as i32);
         let scan = pg_sys::systable_beginscan(relation, pg_sys::InvalidOid, false, std::ptr::null_mut(), 0, std::ptr::null_mut());
         loop {
             let tuple = pg_sys::systable_getnext(scan);
@@ -281,35 +145,111 @@ fn require_superuser(function: &str) {
     }
 }
 
-/// Runs pg_idgen's statement on the key table, with the search path pinned; an error is raised.
-fn on_key_table<T>(table: pg_sys::Oid, statement: &str, run: impl FnOnce(&str) -> Result<T, pgrx::spi::SpiError>) -> T {
-    tables::run_on_tables(&[("{keys}", table)], statement, run)
-        .unwrap_or_else(|message| errors::raise(PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE, message, None, None))
-        .unwrap_or_else(|e| panic!("{e}"))
+/// The key table and its history, locked against other key functions for the rest of the
+/// transaction (the masking functions read on meanwhile).
+struct KeyTables {
+    keys: pg_sys::Oid,
+    history: pg_sys::Oid,
 }
 
-/// Adds key versions; the table's lock keeps two sessions from numbering versions alike.
-fn insert(table: pg_sys::Oid, material: &Material) {
-    let args = [(material.version as i32).into(), material.aes_key.as_slice().into(), material.check_key.as_slice().into()];
-    on_key_table(table, "INSERT INTO {keys} (version, aes_key, check_key) VALUES ($1, $2, $3)", |sql| Spi::run_with_args(sql, &args));
+impl KeyTables {
+    fn lock() -> KeyTables {
+        let tables = KeyTables { keys: require_table(), history: require(HISTORY_TABLE) };
+        tables.run(0, "LOCK TABLE {keys} IN SHARE ROW EXCLUSIVE MODE", Spi::run);
+        tables
+    }
+
+    /// Runs pg_idgen's statement on the tables, with the search path pinned, as a change the
+    /// caller asked for that fires triggers on `events` (`tables::Run::Change`: none the tables'
+    /// owner did not enable ALWAYS); an error is raised.
+    fn run<T>(&self, events: u32, statement: &str, run: impl FnOnce(&str) -> Result<T, pgrx::spi::SpiError>) -> T {
+        tables::run_on_tables(&[("{keys}", self.keys), ("{history}", self.history)], tables::Run::Change { events }, statement, run)
+            .unwrap_or_else(|message| errors::raise(PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE, message, None, None))
+            .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// Every version this database has held, with its fingerprint.
+    fn history(&self) -> Vec<(u32, Vec<u8>)> {
+        self.run(0, "SELECT h.version, h.fingerprint FROM {history} h", |sql| {
+            Spi::connect(|client| {
+                client
+                    .select(sql, None, &[])?
+                    .map(|row| Ok((row.get::<i32>(1)?.unwrap_or_default() as u32, row.get::<Vec<u8>>(2)?.unwrap_or_default())))
+                    .collect()
+            })
+        })
+    }
+
+    /// Records the versions in the history (those it holds already stay as they are).
+    fn remember(&self, versions: &[&Material]) {
+        for m in versions {
+            let args = [(m.version as i32).into(), m.fingerprint().as_slice().into()];
+            self.run(pg_sys::TRIGGER_TYPE_INSERT, "INSERT INTO {history} (version, fingerprint) VALUES ($1, $2) ON CONFLICT (version) DO NOTHING", |sql| {
+                Spi::run_with_args(sql, &args)
+            });
+        }
+    }
+
+    /// Every backend reads the keys again once this transaction commits (and this one at its
+    /// next statement), whatever the table's triggers do: a restore's `ENABLE TRIGGER ALL` leaves
+    /// them firing for ordinary sessions only, and pg_idgen's statements run as replication does.
+    fn invalidate(&self) {
+        // SAFETY: queues a relcache invalidation of an existing relation.
+        unsafe { pg_sys::CacheInvalidateRelcacheByRelid(self.keys) };
+    }
 }
 
-fn lock(table: pg_sys::Oid) {
-    on_key_table(table, "LOCK TABLE {keys} IN SHARE ROW EXCLUSIVE MODE", Spi::run);
+/// Raises 55000 if `version`'s digit is that of `other` (a version present, or one of the same
+/// import), which would then read one's numbers as the other's.
+fn refuse_shared_digit(version: u32, other: u32, present: bool) {
+    let d = digit(version);
+    let (detail, hint) = if present {
+        (
+            format!("The text forms name a version by one digit, 1 + (version - 1) mod 9: version {other} has {d}, and two versions present must not share one."),
+            Some(format!(
+                "Retire version {other} first: DELETE FROM idgen_internal.mask_key WHERE version = {other} (its public numbers then no longer unmask)."
+            )),
+        )
+    } else {
+        (format!("The text holds versions {other} and {version}, which share the digit {d}; two versions present must not."), None)
+    };
+    errors::raise(
+        PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+        format!("mask key version {version} would share the digit {d} with version {other}"),
+        Some(detail),
+        hint.as_deref(),
+    )
 }
 
 #[pg_extern(volatile)]
-/// Makes a new key version from the server's CSPRNG and makes it current; returns its number.
-/// Superusers only.
+/// Makes a new key version from PostgreSQL's strong random source and makes it current: the
+/// next number above every version this database has held whose digit no present version has.
+/// Returns its number. Superusers only.
 fn id_mask_key_create() -> i32 {
     require_superuser("id_mask_key_create()");
-    let table = require_table();
-    lock(table);
-    let version = read_material(table).last().map_or(1, |m| m.version + 1);
-    let mut material = Material { version, aes_key: vec![0; 32], check_key: vec![0; 32] };
-    crate::random::fill(&mut material.aes_key);
-    crate::random::fill(&mut material.check_key);
-    insert(table, &material);
+    let tables = KeyTables::lock();
+    let present = read_material(tables.keys);
+    if present.len() as u32 >= DIGITS {
+        let oldest = present[0].version;
+        errors::raise(
+            PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+            format!("{} mask key versions are present, one for each digit", present.len()),
+            Some("The text forms name a version by one digit, 1 + (version - 1) mod 9; a new version needs a digit that no version present has.".into()),
+            Some(&format!(
+                "Retire the oldest first: DELETE FROM idgen_internal.mask_key WHERE version = {oldest} (its public numbers then no longer unmask)."
+            )),
+        )
+    }
+    let highest = present.iter().map(|m| m.version).chain(tables.history().into_iter().map(|(v, _)| v)).max().unwrap_or(0);
+    let version = (highest + 1..).find(|&v| present.iter().all(|m| digit(m.version) != digit(v))).expect("a free digit");
+    if version > i32::MAX as u32 {
+        errors::raise(PgSqlErrorCode::ERRCODE_SEQUENCE_GENERATOR_LIMIT_EXCEEDED, "no mask key version number is left".into(), None, None)
+    }
+    let insert = format!("INSERT INTO {{keys}} (version, aes_key, check_key) VALUES ($1, {RANDOM_KEY}, {RANDOM_KEY})");
+    tables.run(pg_sys::TRIGGER_TYPE_INSERT, &insert, |sql| Spi::run_with_args(sql, &[(version as i32).into()]));
+    let now = read_material(tables.keys);
+    tables.remember(&now.iter().collect::<Vec<_>>());
+    tables.invalidate();
     version as i32
 }
 
@@ -331,7 +271,9 @@ fn id_mask_key_export() -> String {
 
 #[pg_extern(volatile)]
 /// Adds the key versions of a text made by id_mask_key_export() that this database lacks;
-/// versions it has must hold the same keys. Returns how many it added. Superusers only.
+/// versions it has must hold the same keys, a number it held before the same keys, and no two
+/// versions present may share a digit. A version retired here is not brought back. Returns how
+/// many it added. Superusers only.
 fn id_mask_key_import(keys: &str) -> i32 {
     require_superuser("id_mask_key_import()");
     let imported = parse_export(keys).unwrap_or_else(|problem| {
@@ -343,26 +285,61 @@ fn id_mask_key_import(keys: &str) -> i32 {
             Some("Pass the whole text that id_mask_key_export() returned."),
         )
     });
-    let table = require_table();
-    lock(table);
-    let present = read_material(table);
-    let mut added = 0;
+    let tables = KeyTables::lock();
+    let present = read_material(tables.keys);
+    let history = tables.history();
+    let mut adding: Vec<&Material> = Vec::new();
     for m in &imported {
+        let held = history.iter().find(|(v, _)| *v == m.version);
         match present.iter().find(|p| p.version == m.version) {
-            Some(p) if p.aes_key == m.aes_key && p.check_key == m.check_key => {}
+            Some(p) if p.aes_key == m.aes_key && p.check_key == m.check_key => continue,
             Some(_) => errors::raise(
                 PgSqlErrorCode::ERRCODE_DUPLICATE_OBJECT,
                 format!("mask key version {} exists in this database with other keys", m.version),
                 Some("Public numbers made with one would not unmask with the other; nothing was imported.".into()),
                 Some("Import into a database whose versions came from the same server, or compare the two with id_mask_key_export()."),
             ),
-            None => {
-                insert(table, m);
-                added += 1;
-            }
+            None => {}
         }
+        match held {
+            Some((_, fingerprint)) if *fingerprint == m.fingerprint() => {
+                ErrorReport::new(
+                    PgSqlErrorCode::ERRCODE_SUCCESSFUL_COMPLETION,
+                    format!("mask key version {} was retired in this database: it is not imported again", m.version),
+                    "pg_idgen",
+                )
+                .set_hint(format!(
+                    "To bring it back, deliberately, delete its row of idgen_internal.mask_key_history first (DELETE FROM idgen_internal.mask_key_history WHERE version = {}).",
+                    m.version
+                ))
+                .report(PgLogLevel::NOTICE);
+                continue;
+            }
+            Some(_) => errors::raise(
+                PgSqlErrorCode::ERRCODE_DUPLICATE_OBJECT,
+                format!("mask key version {} was retired in this database, where it held other keys", m.version),
+                Some("A version's number names one key for good: public numbers of the retired version would unmask with the other key; nothing was imported.".into()),
+                Some("Import into a database whose versions came from the same server (idgen_internal.mask_key_history lists every version held here)."),
+            ),
+            None => {}
+        }
+        if let Some(p) = present.iter().find(|p| digit(p.version) == digit(m.version)) {
+            refuse_shared_digit(m.version, p.version, true);
+        }
+        if let Some(other) = adding.iter().find(|a| digit(a.version) == digit(m.version)) {
+            refuse_shared_digit(m.version, other.version, false);
+        }
+        adding.push(m);
     }
-    added
+    for m in &adding {
+        let args = [(m.version as i32).into(), m.aes_key.as_slice().into(), m.check_key.as_slice().into()];
+        tables.run(pg_sys::TRIGGER_TYPE_INSERT, "INSERT INTO {keys} (version, aes_key, check_key) VALUES ($1, $2, $3)", |sql| Spi::run_with_args(sql, &args));
+    }
+    tables.remember(&present.iter().chain(adding.iter().copied()).collect::<Vec<_>>());
+    if !adding.is_empty() {
+        tables.invalidate();
+    }
+    adding.len() as i32
 }
 
 fn hex(bytes: &[u8]) -> String {
@@ -405,8 +382,8 @@ fn parse_export(text: &str) -> Result<Vec<Material>, String> {
 }
 
 c_functions! {
-    /// The statement trigger on `mask_key` (AFTER INSERT OR UPDATE OR DELETE, and TRUNCATE): every
-    /// backend drops its cached keys once the change commits.
+    /// The triggers on `mask_key` (AFTER INSERT OR UPDATE OR DELETE for each row, AFTER TRUNCATE
+    /// for the statement): every backend reads the keys again once the change commits.
     fn pg_idgen_mask_key_changed / pg_finfo_pg_idgen_mask_key_changed (fcinfo) {
         let trigger = crate::c_function::trigger_data(fcinfo, "pg_idgen_mask_key_changed()");
         pg_sys::CacheInvalidateRelcache(trigger.tg_relation);

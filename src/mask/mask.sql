@@ -12,6 +12,9 @@ CREATE TABLE idgen_internal.mask_key (
     check_key  bytea NOT NULL CHECK (octet_length(check_key) = 32),
     created_at timestamptz NOT NULL DEFAULT now()
 );
+-- The text forms name a version by one digit, 1 + (version - 1) mod 9 (src/mask/keys.rs,
+-- `digit`): two versions present with one digit would read each other's numbers.
+CREATE UNIQUE INDEX mask_key_digit ON idgen_internal.mask_key (((version - 1) % 9));
 REVOKE ALL ON idgen_internal.mask_key FROM PUBLIC;
 ALTER TABLE idgen_internal.mask_key ENABLE ROW LEVEL SECURITY;
 ALTER TABLE idgen_internal.mask_key FORCE ROW LEVEL SECURITY;
@@ -21,15 +24,32 @@ SELECT pg_catalog.pg_extension_config_dump('idgen_internal.mask_key', '');
 COMMENT ON TABLE idgen_internal.mask_key IS
     'Mask keys of public numbers (id_mask()): superusers only. The highest version is current; older ones unmask what they made.';
 
--- Every backend drops its cached key schedules once a change of the keys commits. ENABLE
--- ALWAYS: pg_idgen's own statements run with session_replication_role = replica.
+-- Every key version this database has held, kept when the version is retired (its mask_key row
+-- deleted), so that a number names one key for good: id_mask_key_create() numbers above all of
+-- them, id_mask_key_import() refuses other keys under one of them. The fingerprint is AES of a
+-- fixed block under each of the version's keys: it tells keys apart and reveals neither.
+CREATE TABLE idgen_internal.mask_key_history (
+    version     int PRIMARY KEY CHECK (version > 0),
+    fingerprint bytea NOT NULL CHECK (octet_length(fingerprint) = 32),
+    held_since  timestamptz NOT NULL DEFAULT now()
+);
+REVOKE ALL ON idgen_internal.mask_key_history FROM PUBLIC;
+SELECT pg_catalog.pg_extension_config_dump('idgen_internal.mask_key_history', '');
+COMMENT ON TABLE idgen_internal.mask_key_history IS
+    'Every mask key version this database has held, also retired ones: a version number is never given to other keys.';
+
+-- Every backend reads the keys again once a change of them commits. For each row: logical
+-- replication's apply fires row triggers only. ENABLE ALWAYS: pg_idgen's own statements and the
+-- apply run with session_replication_role = replica. (pg_idgen's functions also invalidate
+-- directly: a restore's ENABLE TRIGGER ALL leaves these firing for ordinary sessions only, and
+-- pg_idgen's own statements then refuse to run until they are ENABLE ALWAYS again.)
 CREATE FUNCTION idgen_internal.pg_idgen_mask_key_changed() RETURNS trigger
     AS 'MODULE_PATHNAME', 'pg_idgen_mask_key_changed' LANGUAGE C;
 COMMENT ON FUNCTION idgen_internal.pg_idgen_mask_key_changed() IS
     'Trigger on idgen_internal.mask_key: every backend reads the keys again once the change commits.';
 REVOKE EXECUTE ON FUNCTION idgen_internal.pg_idgen_mask_key_changed() FROM PUBLIC;
 CREATE TRIGGER mask_key_changed AFTER INSERT OR UPDATE OR DELETE ON idgen_internal.mask_key
-    FOR EACH STATEMENT EXECUTE FUNCTION idgen_internal.pg_idgen_mask_key_changed();
+    FOR EACH ROW EXECUTE FUNCTION idgen_internal.pg_idgen_mask_key_changed();
 CREATE TRIGGER mask_key_truncated AFTER TRUNCATE ON idgen_internal.mask_key
     FOR EACH STATEMENT EXECUTE FUNCTION idgen_internal.pg_idgen_mask_key_changed();
 ALTER TABLE idgen_internal.mask_key ENABLE ALWAYS TRIGGER mask_key_changed;
@@ -49,7 +69,7 @@ COMMENT ON FUNCTION id_mask_base32(bigint, text) IS
 COMMENT ON FUNCTION id_unmask_base32(text, text) IS
     'The id of a public number made by id_mask_base32() with the purpose; refuses one made otherwise (check digits).';
 COMMENT ON FUNCTION id_mask_key_create() IS
-    'Makes a new mask key version from the server''s CSPRNG and makes it current. Superusers only.';
+    'Makes a new mask key version from the server''s strong random source and makes it current. Superusers only.';
 COMMENT ON FUNCTION id_mask_key_export() IS
     'Every mask key version as text for id_mask_key_import() on another server: a secret. Superusers only.';
 COMMENT ON FUNCTION id_mask_key_import(text) IS

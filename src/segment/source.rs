@@ -118,7 +118,7 @@ fn allocate_row(table: pg_sys::Oid, tag: &[u8], step: i64, block: i64, nowait: b
       RETURNING t.max_id, r.len, r.old_max_id";
     let statement = ALLOCATE.replace("{wait}", if nowait { "NOWAIT" } else { "" });
     let args = [tables::text_arg(tag), step.into(), block.into()];
-    let row = table::run_on_tag_table(table, &statement, |sql| {
+    let row = table::run_on_tag_table(table, tables::Run::Allocation, &statement, |sql| {
         worker::as_allocation(|| Spi::get_three_with_args::<i64, i64, i64>(sql, &args))
     })?;
     match row {

@@ -67,9 +67,9 @@ fn locked(tag: &[u8]) -> impl Fn() -> String + '_ {
 
 /// Runs `statement` (SQL text naming the tag table as `{table}`) through `run`, with the search
 /// path pinned and the analysis guard on: the statement runs only if every relation it names is
-/// the tag table `table`.
-pub fn run_on_tag_table<T>(table: pg_sys::Oid, statement: &str, run: impl FnOnce(&str) -> T) -> Result<T, String> {
-    tables::run_on_tables(&[("{table}", table)], statement, run)
+/// the tag table `table`; its triggers and rights as `how` says.
+pub fn run_on_tag_table<T>(table: pg_sys::Oid, how: tables::Run, statement: &str, run: impl FnOnce(&str) -> T) -> Result<T, String> {
+    tables::run_on_tables(&[("{table}", table)], how, statement, run)
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -69,7 +69,7 @@ fn segment_create(
         None => pgrx::datum::DatumWithOid::null_oid(pg_sys::TEXTOID),
     };
     let args = [tables::text_arg(tag), (start - 1).into(), step.into(), description];
-    table::run_on_tag_table(table, "INSERT INTO {table} (tag, max_id, step, description) VALUES ($1, $2, $3, $4)", |sql| {
+    table::run_on_tag_table(table, tables::Run::Change { events: pg_sys::TRIGGER_TYPE_INSERT }, "INSERT INTO {table} (tag, max_id, step, description) VALUES ($1, $2, $3, $4)", |sql| {
         Spi::run_with_args(sql, &args)
     })
     .unwrap_or_else(|message| errors::raise(PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE, message, None, None))
@@ -85,7 +85,7 @@ fn segment_drop(tag: Option<TextBytes>) {
     };
     TAG.check(tag.0);
     let table = table::require_tag_table();
-    let deleted = table::run_on_tag_table(table, "DELETE FROM ONLY {table} WHERE tag OPERATOR(pg_catalog.=) $1 RETURNING true", |sql| {
+    let deleted = table::run_on_tag_table(table, tables::Run::Change { events: pg_sys::TRIGGER_TYPE_DELETE }, "DELETE FROM ONLY {table} WHERE tag OPERATOR(pg_catalog.=) $1 RETURNING true", |sql| {
         Spi::get_one_with_args::<bool>(sql, &[tables::text_arg(tag.0)])
     })
     .unwrap_or_else(|message| errors::raise(PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE, message, None, None));

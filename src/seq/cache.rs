@@ -43,10 +43,11 @@ fn counted(state: u32) -> Counted {
 }
 
 
-/// Which section a cache entry holds. Why the name's hash and the section size besides the id:
-/// ids can be given again (an extension created anew starts them from 1; a table owner can
-/// insert one), and a backend that still knows a space by an older row maps keys to sections its
-/// own way: it must never find the sections of another space, or of another definition.
+/// Which section a cache entry holds. Why the space's hash (of its name, and of a keyed space's
+/// secret: `TextKeys::space_hash`) and the section size besides the id: ids can be given again (an
+/// extension created anew starts them from 1; a table owner can insert one), and a backend that
+/// still knows a space by an older row maps keys to sections its own way (its text keys with the
+/// old secret): it must never find the sections of another space, or of another definition.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub struct SectionId {
     pub database: u32,

@@ -8,8 +8,8 @@ use std::ffi::CStr;
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 
-use super::cache::hash_bytes;
-use super::next::next;
+use super::next::{next, Key};
+use super::text_key::{collation_name, is_deterministic, NONDETERMINISTIC};
 use crate::c_function::{function_info_v1, guarded_in_database_encoding};
 use crate::errors::{raise_in_database_encoding, DatabaseText};
 
@@ -96,6 +96,42 @@ unsafe fn fill(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
         let desc = (*relation).rd_att;
         let key_attnum = attribute(relation, key_column, relation_name);
         let number_attnum = attribute(relation, number_column, relation_name);
+        // The columns first, for every row: a trigger that does not fit its table is refused at
+        // its first row, whether that row brings its number or not.
+        let (mut key_type, mut typmod, mut key_collation) = (pg_sys::InvalidOid, 0, pg_sys::InvalidOid);
+        pg_sys::get_atttypetypmodcoll((*relation).rd_id, key_attnum as i16, &mut key_type, &mut typmod, &mut key_collation);
+        // A domain over a key type is read as its base type (its constraints held on insert).
+        let key_type = pg_sys::getBaseType(key_type);
+        if !matches!(key_type, pg_sys::INT2OID | pg_sys::INT4OID | pg_sys::INT8OID | pg_sys::TEXTOID | pg_sys::VARCHAROID) {
+            raise_in_database_encoding(
+                PgSqlErrorCode::ERRCODE_DATATYPE_MISMATCH,
+                about_column("key ", key_column, relation_name).ascii(" must be smallint, integer, bigint, text or varchar"),
+                None,
+                None,
+            );
+        }
+        // A text column's collation is the column's own, or its domain's.
+        if !is_deterministic(key_collation) {
+            raise_in_database_encoding(
+                PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
+                about_column("key ", key_column, relation_name)
+                    .ascii(" has the nondeterministic collation \"")
+                    .name(&collation_name(key_collation))
+                    .ascii("\""),
+                Some(DatabaseText::default().ascii(NONDETERMINISTIC)),
+                Some("Give the key column a deterministic collation (ALTER TABLE t ALTER COLUMN k TYPE text COLLATE \"C\"), or key the rows by a normalised form of the text (lower(k)) in a column of its own."),
+            );
+        }
+        let number_type = pg_sys::SPI_gettypeid(desc, number_attnum);
+        if number_type != pg_sys::INT8OID && number_type != pg_sys::INT4OID {
+            raise_in_database_encoding(
+                PgSqlErrorCode::ERRCODE_DATATYPE_MISMATCH,
+                about_column("number ", number_column, relation_name).ascii(" must be bigint or integer"),
+                // Why not a domain: a value a BEFORE trigger sets is not checked against it.
+                Some(DatabaseText::default().ascii("Not a domain over them either: the value the trigger sets would not be checked against its constraints.")),
+                None,
+            );
+        }
         let tuple = trigger.tg_trigtuple;
         let mut null = false;
         pg_sys::heap_getattr(tuple, number_attnum, desc, &mut null);
@@ -111,31 +147,12 @@ unsafe fn fill(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
                 None,
             );
         }
-        // A domain over a key type is read as its base type (its constraints held on insert).
-        let key = match pg_sys::getBaseType(pg_sys::SPI_gettypeid(desc, key_attnum)) {
-            pg_sys::INT2OID => i64::from(i16::from_datum(key_datum, false).unwrap_or_default()),
-            pg_sys::INT4OID => i64::from(i32::from_datum(key_datum, false).unwrap_or_default()),
-            pg_sys::INT8OID => i64::from_datum(key_datum, false).unwrap_or_default(),
-            pg_sys::TEXTOID | pg_sys::VARCHAROID => {
-                hash_bytes(<&[u8]>::from_polymorphic_datum(key_datum, false, pg_sys::TEXTOID).unwrap_or_default()) as i64
-            }
-            _ => raise_in_database_encoding(
-                PgSqlErrorCode::ERRCODE_DATATYPE_MISMATCH,
-                about_column("key ", key_column, relation_name).ascii(" must be smallint, integer, bigint, text or varchar"),
-                None,
-                None,
-            ),
+        let key = match key_type {
+            pg_sys::INT2OID => Key::Int(i64::from(i16::from_datum(key_datum, false).unwrap_or_default())),
+            pg_sys::INT4OID => Key::Int(i64::from(i32::from_datum(key_datum, false).unwrap_or_default())),
+            pg_sys::INT8OID => Key::Int(i64::from_datum(key_datum, false).unwrap_or_default()),
+            _ => Key::Text(<&[u8]>::from_polymorphic_datum(key_datum, false, pg_sys::TEXTOID).unwrap_or_default()),
         };
-        let number_type = pg_sys::SPI_gettypeid(desc, number_attnum);
-        if number_type != pg_sys::INT8OID && number_type != pg_sys::INT4OID {
-            raise_in_database_encoding(
-                PgSqlErrorCode::ERRCODE_DATATYPE_MISMATCH,
-                about_column("number ", number_column, relation_name).ascii(" must be bigint or integer"),
-                // Why not a domain: a value a BEFORE trigger sets is not checked against it.
-                Some(DatabaseText::default().ascii("Not a domain over them either: the value the trigger sets would not be checked against its constraints.")),
-                None,
-            );
-        }
         let number = next(space.to_bytes(), key);
         let value = if number_type == pg_sys::INT4OID {
             let Ok(small) = i32::try_from(number) else {

@@ -7,6 +7,8 @@
 //! - `spaces`: `seq_space_create()`, `seq_space_drop()`, the tables and their trigger;
 //! - `raise`: the worker's side (loads and raises, `SectionSource`: the local table today);
 //! - `fill`: the trigger `seq_fill()`;
+//! - `text_key`: what a text key stands for in its space (keyed by the space's secret), and
+//!   which texts may be keys;
 //! - `status`: `seq_status()`.
 //!
 //! ## The rule
@@ -75,9 +77,12 @@
 //! | `raise`, `raised_at_ms`, `backoff` | the worker | one writer |
 //! | a backend's `recent` map, its served counter | that backend | its own |
 //!
-//! Spaces carry an id (a space created anew gets another), so cached sections of a dropped
-//! space are never found by the new one; any change to the tables (but the worker's raises)
-//! retires the database's cached sections.
+//! Spaces carry an id (a space created anew gets another), and their sections the hash of the
+//! space's name and of a keyed space's secret (an extension created anew numbers ids from 1
+//! again, so a space made anew can have an old one's id, name and size, never its secret), so
+//! cached sections of a dropped space are never found by the new one, nor the new one's by a
+//! backend that still maps texts with the old secret; any change to the tables (but the
+//! worker's raises) retires the database's cached sections.
 
 mod cache;
 mod databases;
@@ -89,6 +94,7 @@ mod recent;
 mod served;
 mod spaces;
 mod status;
+mod text_key;
 mod wanted;
 
 pub use cache::CACHE;

@@ -10,9 +10,10 @@ use std::sync::atomic::Ordering;
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 
-use super::cache::{self, hash_bytes, header, sections, Section, SectionId, DROPPED, LOADING, READY};
+use super::cache::{self, header, sections, Section, SectionId, DROPPED, LOADING, READY};
 use super::recent::Recent;
 use super::spaces::{space_inserted_here, space_row, Space, CREATE_SPACE, SPACE};
+use super::text_key::{require_deterministic_argument, secret_missing};
 use super::{served, wanted};
 use crate::seqlock::Seqlock;
 use crate::tables::{display, TextBytes};
@@ -22,47 +23,89 @@ use crate::{errors, settings, shmem, worker};
 thread_local! {
     /// This backend's spaces, by name, as its last lookup found them, each with this backend's
     /// number for that row (`recent` knows sections by it). A stale entry only costs a miss
-    /// (`SectionId` carries the name's hash and the section size besides the id, so the sections
-    /// of another space are never found with it), after which the row is read again.
+    /// (`SectionId` carries the hash of the name and of a keyed space's secret, and the section
+    /// size, besides the id, so the sections of another space are never found with it), after
+    /// which the row is read again, and a text key hashed again with what it says: a space's
+    /// secret never changes, and a space made anew has another id or another secret.
     static SPACES: RefCell<HashMap<Vec<u8>, (Space, u32)>> = RefCell::new(HashMap::new());
-    /// The last space used, checked first: comparing bytes is cheaper than hashing them.
-    static LAST: RefCell<Option<(Vec<u8>, Space, u32)>> = const { RefCell::new(None) };
     /// The last number given to a space row.
     static SPACE_NUMBERS: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+    /// What every call reads: the last space used and the sections this backend used. One
+    /// thread-local: in a shared library each is a lookup of its own.
+    static HOT: RefCell<Hot> = const { RefCell::new(Hot { last: None, recent: Recent::new() }) };
+}
+
+/// What a call of this backend reads first.
+struct Hot {
+    /// The last space used (its name, row and number), checked first: comparing bytes is cheaper
+    /// than hashing them.
+    last: Option<(Vec<u8>, Space, u32)>,
     /// The sections this backend used.
-    static RECENT: RefCell<Recent> = const { RefCell::new(Recent::new()) };
+    recent: Recent,
+}
+
+/// A key as a call names it: a bigint, or a text that its space maps to one (`seq_key()`).
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Key<'a> {
+    Int(i64),
+    Text(&'a [u8]),
+}
+
+impl Key<'_> {
+    /// The bigint key in a space as `info` describes it; None for a text of a space whose secret
+    /// is missing.
+    #[inline]
+    fn in_space(self, info: &Space) -> Option<i64> {
+        match self {
+            Key::Int(key) => Some(key),
+            Key::Text(text) => info.text_keys.key(text),
+        }
+    }
 }
 
 #[pg_extern(volatile, parallel_safe)]
 /// The next number of `key` in `space`: strictly above every number handed out for it before.
 fn seq_next(space: TextBytes, key: i64) -> i64 {
-    next(space.0, key)
+    next(space.0, Key::Int(key))
 }
 
 #[pg_extern(volatile, parallel_safe)]
-/// The next number of a text key, `seq_key(key)`. Why a name of its own and not an overload:
-/// `seq_next('s', '5')` and a parameter sent untyped would resolve to the text form, and key 5
-/// would get a second counter.
-fn seq_next_text(space: TextBytes, key: TextBytes) -> i64 {
-    next(space.0, seq_key(key))
+/// The next number of a text key, `seq_key(space, key)`. Why a name of its own and not an
+/// overload: `seq_next('s', '5')` and a parameter sent untyped would resolve to the text form, and
+/// key 5 would get a second counter.
+fn seq_next_text(space: TextBytes, key: TextBytes, fcinfo: pg_sys::FunctionCallInfo) -> i64 {
+    // SAFETY: the call's own fcinfo.
+    require_deterministic_argument(unsafe { (*fcinfo).fncollation }, "seq_next_text()");
+    next(space.0, Key::Text(key.0))
 }
 
 #[pg_extern(volatile, parallel_safe)]
 /// A number at least every number handed out for `key` so far, and below the next one.
 fn seq_current(space: TextBytes, key: i64) -> i64 {
-    current(space.0, key)
+    current(space.0, Key::Int(key))
 }
 
 #[pg_extern(volatile, parallel_safe)]
-/// `seq_current()` of a text key, `seq_key(key)`.
-fn seq_current_text(space: TextBytes, key: TextBytes) -> i64 {
-    current(space.0, seq_key(key))
+/// `seq_current()` of a text key, `seq_key(space, key)`.
+fn seq_current_text(space: TextBytes, key: TextBytes, fcinfo: pg_sys::FunctionCallInfo) -> i64 {
+    // SAFETY: the call's own fcinfo.
+    require_deterministic_argument(unsafe { (*fcinfo).fncollation }, "seq_current_text()");
+    current(space.0, Key::Text(key.0))
 }
 
-#[pg_extern(immutable, parallel_safe)]
-/// The bigint key a text key stands for: a stable 64-bit hash of its bytes.
-fn seq_key(key: TextBytes) -> i64 {
-    hash_bytes(key.0) as i64
+#[pg_extern(stable, parallel_safe, name = "seq_key")]
+/// The bigint key a text key stands for in `space`: what `seq_next_text(space, key)` numbers.
+/// Why not the 0.8.0 symbol's name (`seq_key`): that SQL declares `seq_key(text)` with it, and
+/// would call this with one argument until the update (`text_key::seq_key_wrapper` answers it).
+fn seq_key_in_space(space: TextBytes, key: TextBytes, fcinfo: pg_sys::FunctionCallInfo) -> i64 {
+    // SAFETY: the call's own fcinfo.
+    require_deterministic_argument(unsafe { (*fcinfo).fncollation }, "seq_key()");
+    // The row, not this backend's copy: nothing here finds out that the copy is stale.
+    SPACE.check(space.0);
+    let info = space_row(space.0, Deadline::new().ms());
+    remember(space.0, info);
+    let Some(info) = info else { SPACE.unknown(space.0, "It is not in seq_space.", Some(CREATE_SPACE)) };
+    Key::Text(key.0).in_space(&info).unwrap_or_else(|| secret_missing(space.0))
 }
 
 pgrx::extension_sql!(
@@ -70,18 +113,19 @@ pgrx::extension_sql!(
 COMMENT ON FUNCTION seq_next(text, bigint) IS
     'Next number of a key in a space of per-key sequences: strictly above every number handed out for the key before; a new key starts at 1.';
 COMMENT ON FUNCTION seq_next_text(text, text) IS
-    'Next number of a text key (seq_key(key)) in a space of per-key sequences.';
+    'Next number of a text key (seq_key(space, key)) in a space of per-key sequences.';
 COMMENT ON FUNCTION seq_current(text, bigint) IS
     'A number at least every number handed out for the key so far, and below its next one; no increment.';
 COMMENT ON FUNCTION seq_current_text(text, text) IS
-    'seq_current() of a text key (seq_key(key)).';
-COMMENT ON FUNCTION seq_key(text) IS
-    'The bigint key of a text key: FNV-1a 64 of its bytes, mixed by SplitMix64''s finaliser; stable across versions and servers.';
+    'seq_current() of a text key (seq_key(space, key)).';
+COMMENT ON FUNCTION seq_key(text, text) IS
+    'The bigint key of a text key in a space: SipHash-2-4 of its bytes under the space''s secret (FNV-1a 64 and SplitMix64 for spaces made before 0.9.0).';
 -- Each new section a call touches is a row the worker writes: only roles granted it may number.
-REVOKE EXECUTE ON FUNCTION seq_next(text, bigint), seq_next_text(text, text), seq_current(text, bigint), seq_current_text(text, text) FROM PUBLIC;
+-- seq_key() likewise: a space's keys are what its secret keeps from those who may not number it.
+REVOKE EXECUTE ON FUNCTION seq_next(text, bigint), seq_next_text(text, text), seq_current(text, bigint), seq_current_text(text, text), seq_key(text, text) FROM PUBLIC;
 "#,
     name = "seq_next",
-    requires = [seq_next, seq_next_text, seq_current, seq_current_text, seq_key]
+    requires = [seq_next, seq_next_text, seq_current, seq_current_text, seq_key_in_space]
 );
 
 /// The section of a key and its place in it (keys below 0 too: floor division).
@@ -93,7 +137,7 @@ fn split(key: i64, section_keys: u32) -> (i64, usize) {
 
 /// The next number of `key`.
 #[inline]
-pub(super) fn next(space: &[u8], key: i64) -> i64 {
+pub(super) fn next(space: &[u8], key: Key) -> i64 {
     let mut deadline = Deadline::new();
     loop {
         let ready = ready_section(space, key, "seq_next()", &mut deadline);
@@ -139,7 +183,7 @@ fn past_prefetch_point(ready: &Ready, number: i64, space: &[u8], deadline: &mut 
     wait_for_limit(ready, number, space, deadline)
 }
 
-fn current(space: &[u8], key: i64) -> i64 {
+fn current(space: &[u8], key: Key) -> i64 {
     let mut deadline = Deadline::new();
     loop {
         let ready = ready_section(space, key, "seq_current()", &mut deadline);
@@ -173,24 +217,26 @@ impl Ready {
     /// call looks for it again.
     #[cold]
     fn forget(&self) {
-        RECENT.with_borrow_mut(|recent| recent.forget(self.remembered.0, self.remembered.1));
+        HOT.with_borrow_mut(|hot| hot.recent.forget(self.remembered.0, self.remembered.1));
     }
 }
 
 /// The loaded section of `key`: from this backend's map of sections it used, from the cache, or
 /// loaded by the worker while the call waits.
 #[inline]
-fn ready_section(space: &[u8], key: i64, function: &str, deadline: &mut Deadline) -> Ready {
+fn ready_section(space: &[u8], key: Key, function: &str, deadline: &mut Deadline) -> Ready {
     shmem::require_preloaded();
     errors::refuse_during_recovery(function);
     // SAFETY: this backend's database.
     let database = unsafe { pg_sys::MyDatabaseId }.to_u32();
-    let (found, served) = RECENT.with_borrow_mut(|recent| {
+    let (found, served) = HOT.with_borrow_mut(|hot| {
+        let Hot { last, recent } = hot;
         let served = recent.start_call(database);
-        let found = cached_space(space).and_then(|(info, number)| {
+        let found = cached_space(last, space).and_then(|(info, number)| {
+            let key = key.in_space(&info)?;
             let (section, index) = split(key, info.section_keys);
             let (way, version) = recent.find(number, section).or_else(|| {
-                let found = cache::find(section_id(database, info, section)).filter(|f| f.state == READY)?;
+                let found = cache::find(section_id(database, &info, section)).filter(|f| f.state == READY)?;
                 found.section().touch(header().use_clock.load(Ordering::Relaxed));
                 recent.remember(number, section, found.way, found.version);
                 Some((found.way, found.version))
@@ -206,17 +252,18 @@ fn ready_section(space: &[u8], key: i64, function: &str, deadline: &mut Deadline
 }
 
 #[inline]
-fn section_id(database: u32, info: Space, section: i64) -> SectionId {
+fn section_id(database: u32, info: &Space, section: i64) -> SectionId {
     SectionId { database, space_id: info.id, section_keys: info.section_keys, space_hash: info.hash, section }
 }
 
-/// The space's id and section size as this backend last found them, and its number for them.
+/// The space as this backend last found it (its id, section size and text keys), and its number
+/// for that row.
 #[inline]
-fn cached_space(space: &[u8]) -> Option<(Space, u32)> {
-    let hit = LAST.with(|last| last.borrow().as_ref().and_then(|(name, info, number)| (name == space).then_some((*info, *number))));
+fn cached_space(last: &mut Option<(Vec<u8>, Space, u32)>, space: &[u8]) -> Option<(Space, u32)> {
+    let hit = last.as_ref().and_then(|(name, info, number)| (name == space).then_some((*info, *number)));
     hit.or_else(|| {
         let found = SPACES.with(|spaces| spaces.borrow().get(space).copied())?;
-        LAST.with(|last| *last.borrow_mut() = Some((space.to_vec(), found.0, found.1)));
+        *last = Some((space.to_vec(), found.0, found.1));
         Some(found)
     })
 }
@@ -238,14 +285,14 @@ fn remember(space: &[u8], info: Option<Space>) -> u32 {
         Some(info) => spaces.borrow_mut().insert(space.to_vec(), (info, number)),
         None => spaces.borrow_mut().remove(space),
     });
-    LAST.with(|last| *last.borrow_mut() = info.map(|info| (space.to_vec(), info, number)));
+    HOT.with_borrow_mut(|hot| hot.last = info.map(|info| (space.to_vec(), info, number)));
     number
 }
 
 /// The slow path of a lookup: reads the space's row, takes a section for the key if none holds
 /// it, and waits for the worker to load it.
 #[cold]
-fn load_section(space: &[u8], key: i64, database: u32, deadline: &mut Deadline, served: (&'static std::sync::atomic::AtomicU64, bool)) -> Ready {
+fn load_section(space: &[u8], key: Key, database: u32, deadline: &mut Deadline, served: (&'static std::sync::atomic::AtomicU64, bool)) -> Ready {
     SPACE.check(space);
     let mut retook = false;
     loop {
@@ -253,8 +300,9 @@ fn load_section(space: &[u8], key: i64, database: u32, deadline: &mut Deadline, 
         let info = space_row(space, deadline.ms());
         let number = remember(space, info);
         let Some(info) = info else { SPACE.unknown(space, "It is not in seq_space.", Some(CREATE_SPACE)) };
+        let key = key.in_space(&info).unwrap_or_else(|| secret_missing(space));
         let (section, index) = split(key, info.section_keys);
-        let id = section_id(database, info, section);
+        let id = section_id(database, &info, section);
         let taken = match cache::find(id) {
             Some(found) if found.state == DROPPED => {
                 // The worker found no such space: the row this call sees was not committed
@@ -283,7 +331,7 @@ fn load_section(space: &[u8], key: i64, database: u32, deadline: &mut Deadline, 
         let section = found.section();
         match section.state.load(Ordering::Acquire) {
             READY if section.version.read() == found.version => {
-                RECENT.with_borrow_mut(|recent| recent.remember(number, id.section, found.way, found.version));
+                HOT.with_borrow_mut(|hot| hot.recent.remember(number, id.section, found.way, found.version));
                 return Ready { section, way: found.way, version: found.version, index, served, remembered: (number, id.section) };
             }
             LOADING => wait_until(Some((section, found.way, found.version)), deadline, space, || section.state.load(Ordering::Acquire) != LOADING),
@@ -357,10 +405,14 @@ fn no_numbers_in_time(space: &[u8], cache_full: bool) {
 }
 
 #[cold]
-fn exhausted(space: &[u8], key: i64) -> ! {
+fn exhausted(space: &[u8], key: Key) -> ! {
+    let key = match key {
+        Key::Int(key) => format!("key {key}"),
+        Key::Text(text) => format!("text key \"{}\"", display(text)),
+    };
     errors::raise(
         PgSqlErrorCode::ERRCODE_SEQUENCE_GENERATOR_LIMIT_EXCEEDED,
-        format!("seq_next: reached maximum value of key {key} in sequence space \"{}\" ({})", display(space), i64::MAX),
+        format!("seq_next: reached maximum value of {key} in sequence space \"{}\" ({})", display(space), i64::MAX),
         None,
         None,
     )
@@ -371,8 +423,8 @@ mod tests {
     use super::split;
     use crate::seq::cache::hash_bytes;
 
-    /// Claim: a text key's bigint never changes (sections persist what keys map to): FNV-1a 64
-    /// of the bytes, then SplitMix64's finaliser. The values were worked out apart from this code
+    /// Claim: an unkeyed space's text key never changes (sections persist what keys map to): FNV-1a
+    /// 64 of the bytes, then SplitMix64's finaliser. The values were worked out apart from this code
     /// (in Python, from FNV-1a's published basis and prime: FNV-1a 64 of "a" is the published
     /// 0xaf63dc4c8601ec8c), so a change of the hash fails this test.
     #[test]

@@ -157,7 +157,7 @@ fn raise_row(spaces: pg_sys::Oid, sections: pg_sys::Oid, need: &Need) -> Result<
     let tables = [("{sections}", sections), ("{spaces}", spaces)];
     let args = || [(need.space_id as i32).into(), need.section.into(), need.raise.into(), tables::text_arg(&need.space), (need.section_keys as i32).into()];
     let run = |statement: &str| {
-        tables::run_on_tables(&tables, statement, |sql| {
+        tables::run_on_tables(&tables, tables::Run::Allocation, statement, |sql| {
             worker::as_allocation(|| Spi::get_two_with_args::<i64, i64>(sql, &args()))
         })
     };
@@ -178,6 +178,7 @@ fn raise_row(spaces: pg_sys::Oid, sections: pg_sys::Oid, need: &Need) -> Result<
     // No row raised and none inserted: the space is gone, or a row appeared meanwhile.
     let space_exists = tables::run_on_tables(
         &tables,
+        tables::Run::Allocation,
         "SELECT true FROM ONLY {spaces} AS p
           WHERE p.id OPERATOR(pg_catalog.=) $1 AND p.space OPERATOR(pg_catalog.=) $4 AND p.section_keys OPERATOR(pg_catalog.=) $5",
         |sql| Spi::get_one_with_args::<bool>(sql, &args()),

@@ -6,25 +6,30 @@ use std::ffi::CStr;
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 
-use super::cache::{hash_bytes, retire_database, MAX_SECTION_KEYS};
+use super::cache::{retire_database, MAX_SECTION_KEYS};
+use super::text_key::{self, TextKeys, SECRET_LEN};
 use crate::c_function::c_functions;
+use crate::tables::{self, display, Name, Owner, Row, Run, TextBytes};
 use crate::{errors, worker};
-use crate::tables::{self, display, Name, Owner, Row, TextBytes};
 
 pgrx::extension_sql_file!("spaces.sql", name = "seq_tables");
 
 pub const SPACE_TABLE: &CStr = c"seq_space";
 pub const SECTION_TABLE: &CStr = c"seq_section";
+/// Each keyed space's secret (`text_key`): a table of its own, which nobody is granted.
+pub const SECRET_TABLE: &CStr = c"seq_space_secret";
 /// The tables whose rows the cache holds: dropping one retires the database's sections.
 pub const CACHED_TABLES: &[&CStr] = &[SPACE_TABLE, SECTION_TABLE];
 
-/// What a call needs of a space: what its cached sections carry (see `cache::SectionId`), and
-/// how many neighbouring keys share a section.
+/// What a call needs of a space: what its cached sections carry (see `cache::SectionId`; `hash`
+/// is `TextKeys::space_hash`), how many neighbouring keys share a section, and how its text keys
+/// map to bigint keys.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Space {
     pub id: u32,
     pub section_keys: u32,
     pub hash: u64,
+    pub text_keys: TextKeys,
 }
 
 /// Sequence spaces, in the words of their errors.
@@ -41,7 +46,8 @@ pub fn space_inserted_here(space: &[u8], deadline_ms: i64) -> bool {
 }
 
 /// The space's row as this transaction sees it (no SQL: also in parallel workers and read-only
-/// transactions). Waits for a locked table until `deadline_ms`, then raises 55P03.
+/// transactions), and its secret's if it is keyed. Waits for a locked table until `deadline_ms`,
+/// then raises 55P03.
 pub fn space_row(space: &[u8], deadline_ms: i64) -> Option<Space> {
     let what = || {
         format!(
@@ -49,7 +55,7 @@ pub fn space_row(space: &[u8], deadline_ms: i64) -> Option<Space> {
             display(space)
         )
     };
-    tables::with_row(
+    let (id, section_keys, hash) = tables::with_row(
         SPACE_TABLE,
         c"space",
         space,
@@ -59,10 +65,26 @@ pub fn space_row(space: &[u8], deadline_ms: i64) -> Option<Space> {
             // SAFETY: the tuple is the open relation's, valid while `read` runs.
             let row = unsafe { Row::new(relation, tuple, Owner::Table("seq_space")) };
             let int = |name: &CStr| row.int(name).unwrap_or(0);
-            Space { id: int(c"id") as u32, section_keys: int(c"section_keys") as u32, hash: hash_bytes(space) }
+            // A table without text_key_hash is one of pg_idgen's SQL before 0.9.0.
+            (int(c"id") as u32, int(c"section_keys") as u32, row.optional_text(c"text_key_hash"))
         },
-    )
+    )?;
+    let text_keys = TextKeys::of_row(space, hash.as_deref(), || secret_row(space, deadline_ms));
+    Some(Space { id, section_keys, hash: text_keys.space_hash(space), text_keys })
 }
+
+/// The space's secret as this transaction sees it; None when it has no row (or is not 16 bytes:
+/// the table's CHECK).
+fn secret_row(space: &[u8], deadline_ms: i64) -> Option<[u8; SECRET_LEN]> {
+    let what = || format!("sequence space \"{}\": its secret's table is locked", display(space));
+    tables::with_row(SECRET_TABLE, c"space", space, deadline_ms, &what, |relation, tuple| {
+        // SAFETY: the tuple is the open relation's, valid while `read` runs.
+        let row = unsafe { Row::new(relation, tuple, Owner::Table("seq_space_secret")) };
+        row.optional_bytes(c"secret").and_then(|secret| secret.try_into().ok())
+    })
+    .flatten()
+}
+
 
 
 fn require_tables() -> (pg_sys::Oid, pg_sys::Oid) {
@@ -144,17 +166,41 @@ fn seq_space_create(
             Some("Drop it first with seq_space_drop(space): its keys then start again at 1."),
         )
     }
+    let insert = Run::Change { events: pg_sys::TRIGGER_TYPE_INSERT };
+    // Without the secret's table (pg_idgen's SQL objects before 0.9.0, until ALTER EXTENSION
+    // pg_idgen UPDATE), a space is made as those made it: unkeyed.
+    let Some(secrets) = tables::extension_table_oid(SECRET_TABLE) else {
+        run_or_raise(
+            &[("{spaces}", spaces)],
+            insert,
+            "INSERT INTO {spaces} (space, step, section_keys, description) VALUES ($1, $2, $3, $4)",
+            |sql| Spi::run_with_args(sql, &args),
+        );
+        return;
+    };
     run_or_raise(
         &[("{spaces}", spaces)],
-        "INSERT INTO {spaces} (space, step, section_keys, description) VALUES ($1, $2, $3, $4)",
+        insert,
+        "INSERT INTO {spaces} (space, step, section_keys, description, text_key_hash) VALUES ($1, $2, $3, $4, 'siphash-2-4')",
         |sql| Spi::run_with_args(sql, &args),
+    );
+    // The secret as the tables' owner: nobody needs a right on its table, and nobody has one. The
+    // caller's right to insert the space's row is the right to give it a secret.
+    let secret = text_key::new_secret();
+    // SAFETY: the bytes of a bytea value.
+    let secret_arg = unsafe { pgrx::datum::DatumWithOid::new(&secret[..], pg_sys::BYTEAOID) };
+    run_or_raise(
+        &[("{secrets}", secrets)],
+        Run::ChangeAsOwner { events: pg_sys::TRIGGER_TYPE_INSERT },
+        "INSERT INTO {secrets} (space, secret) VALUES ($1, $2)",
+        |sql| Spi::run_with_args(sql, &[tables::text_arg(space), secret_arg]),
     );
 }
 
-/// Runs pg_idgen's statement on its tables (`tables::run_on_tables`) with the caller's rights;
-/// an error (a table gone, the statement refused) is raised.
-fn run_or_raise<T>(tables: &[(&str, pg_sys::Oid)], statement: &str, run: impl FnOnce(&str) -> Result<T, pgrx::spi::SpiError>) -> T {
-    tables::run_on_tables(tables, statement, run)
+/// Runs pg_idgen's statement on its tables (`tables::run_on_tables`) as `how` says; an error (a
+/// table gone, the statement refused) is raised.
+fn run_or_raise<T>(tables: &[(&str, pg_sys::Oid)], how: Run, statement: &str, run: impl FnOnce(&str) -> Result<T, pgrx::spi::SpiError>) -> T {
+    tables::run_on_tables(tables, how, statement, run)
         .unwrap_or_else(|message| errors::raise(PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE, message, None, None))
         .unwrap_or_else(|e| panic!("{e}"))
 }
@@ -200,8 +246,10 @@ fn seq_space_drop(space: Option<TextBytes>) {
     let _reset = Reset;
     // The space's row first: its lock keeps the worker from raising (and inserting) sections of
     // it until this transaction ends.
+    let delete = Run::Change { events: pg_sys::TRIGGER_TYPE_DELETE };
     let deleted = run_or_raise(
         &[("{spaces}", spaces)],
+        delete,
         "WITH gone AS (DELETE FROM ONLY {spaces} WHERE space OPERATOR(pg_catalog.=) $1 RETURNING space)
          SELECT pg_catalog.count(*) OPERATOR(pg_catalog.>) 0 FROM gone",
         |sql| Spi::get_one_with_args::<bool>(sql, &[tables::text_arg(space.0)]),
@@ -209,9 +257,19 @@ fn seq_space_drop(space: Option<TextBytes>) {
     if deleted != Some(true) {
         SPACE.unknown(space.0, "It is not in seq_space.", None);
     }
-    run_or_raise(&[("{sections}", sections)], "DELETE FROM ONLY {sections} WHERE space OPERATOR(pg_catalog.=) $1", |sql| {
+    run_or_raise(&[("{sections}", sections)], delete, "DELETE FROM ONLY {sections} WHERE space OPERATOR(pg_catalog.=) $1", |sql| {
         Spi::run_with_args(sql, &[tables::text_arg(space.0)])
     });
+    // Its secret, as the tables' owner (as seq_space_create() made it): the space's row went with
+    // the caller's rights.
+    if let Some(secrets) = tables::extension_table_oid(SECRET_TABLE) {
+        run_or_raise(
+            &[("{secrets}", secrets)],
+            Run::ChangeAsOwner { events: pg_sys::TRIGGER_TYPE_DELETE },
+            "DELETE FROM ONLY {secrets} WHERE space OPERATOR(pg_catalog.=) $1",
+            |sql| Spi::run_with_args(sql, &[tables::text_arg(space.0)]),
+        );
+    }
     // SAFETY: this backend's database.
     retire_database(unsafe { pg_sys::MyDatabaseId });
 }
@@ -260,17 +318,23 @@ fn refuse(message: String, detail: &str, hint: &str) -> ! {
 
 /// The trigger reads the tables' own columns, and nothing else: a table without one of them is
 /// refused.
-const TRIGGER: Owner = Owner::Trigger { function: "pg_idgen_seq_changed()", table: "seq_space or seq_section" };
+const TRIGGER: Owner = Owner::Trigger { function: "pg_idgen_seq_changed()", table: "seq_space, seq_section or seq_space_secret" };
 
 c_functions! {
-    /// The trigger on `seq_space` and `seq_section` (AFTER UPDATE OR DELETE FOR EACH ROW, BEFORE
-    /// TRUNCATE): retires the database's cached sections when rows change or go, and refuses what
-    /// would hand numbers out again.
+    /// The trigger on `seq_space`, `seq_section` and `seq_space_secret` (AFTER UPDATE OR DELETE
+    /// FOR EACH ROW, BEFORE TRUNCATE): retires the database's cached sections when rows change or
+    /// go, and refuses what would hand numbers out again.
     fn pg_idgen_seq_changed / pg_finfo_pg_idgen_seq_changed (fcinfo) {
         let trigger = crate::c_function::trigger_data(fcinfo, "pg_idgen_seq_changed()");
         let relation = trigger.tg_relation;
         // By OID, not by name: a renamed table is still pg_idgen's, and its rows still numbers'.
-        let is_sections = tables::extension_table_oid(SECTION_TABLE) == Some((*relation).rd_id);
+        let table = if tables::extension_table_oid(SECTION_TABLE) == Some((*relation).rd_id) {
+            "seq_section"
+        } else if tables::extension_table_oid(SECRET_TABLE) == Some((*relation).rd_id) {
+            "seq_space_secret"
+        } else {
+            "seq_space"
+        };
         let event = trigger.tg_event;
         if event & pg_sys::TRIGGER_EVENT_OPMASK != pg_sys::TRIGGER_EVENT_TRUNCATE && event & pg_sys::TRIGGER_EVENT_ROW == 0 {
             errors::raise(
@@ -281,39 +345,51 @@ c_functions! {
             );
         }
         let hint = "To number a space's keys from 1 again, drop it and create it anew (seq_space_drop, seq_space_create).";
+        let gone = if table == "seq_space_secret" {
+            "A space's text keys are hashed with its secret: without it they could not be numbered, and under another one they would be numbered again."
+        } else {
+            "Numbers up to each section's max_seq may have been handed out; without the rows they would be handed out again."
+        };
         match trigger.tg_event & pg_sys::TRIGGER_EVENT_OPMASK {
-            pg_sys::TRIGGER_EVENT_TRUNCATE => refuse(
-                format!("{} cannot be truncated", if is_sections { "seq_section" } else { "seq_space" }),
-                "Numbers up to each section's max_seq may have been handed out; without the rows they would be handed out again.",
-                hint,
-            ),
-            pg_sys::TRIGGER_EVENT_DELETE if !DROPPING.get() => refuse(
-                format!("rows of {} can only be deleted by seq_space_drop()", if is_sections { "seq_section" } else { "seq_space" }),
-                "Numbers up to each section's max_seq may have been handed out; without the rows they would be handed out again.",
-                hint,
-            ),
+            pg_sys::TRIGGER_EVENT_TRUNCATE => refuse(format!("{table} cannot be truncated"), gone, hint),
+            pg_sys::TRIGGER_EVENT_DELETE if !DROPPING.get() => {
+                refuse(format!("rows of {table} can only be deleted by seq_space_drop()"), gone, hint)
+            }
             pg_sys::TRIGGER_EVENT_UPDATE if !worker::is_allocating() => {
                 let old = Row::new(relation, trigger.tg_trigtuple, TRIGGER);
                 let new = Row::new(relation, trigger.tg_newtuple, TRIGGER);
-                if is_sections {
-                    if old.text(c"space") != new.text(c"space") || old.bigint(c"section") != new.bigint(c"section") {
-                        refuse("a row of seq_section cannot move to another space or section".into(), "Its max_seq is its own section's.", hint);
-                    }
-                    if let (Some(old_max), Some(new_max)) = (old.bigint(c"max_seq"), new.bigint(c"max_seq")) {
-                        if new_max < old_max {
-                            refuse(
-                                format!("max_seq of a section cannot move back from {old_max} to {new_max}"),
-                                "Numbers up to max_seq may have been handed out already; moving it back would hand them out again.",
-                                hint,
-                            );
+                let text_changed = |name: &CStr| old.text(name) != new.text(name);
+                match table {
+                    "seq_section" => {
+                        if text_changed(c"space") || old.bigint(c"section") != new.bigint(c"section") {
+                            refuse("a row of seq_section cannot move to another space or section".into(), "Its max_seq is its own section's.", hint);
+                        }
+                        if let (Some(old_max), Some(new_max)) = (old.bigint(c"max_seq"), new.bigint(c"max_seq")) {
+                            if new_max < old_max {
+                                refuse(
+                                    format!("max_seq of a section cannot move back from {old_max} to {new_max}"),
+                                    "Numbers up to max_seq may have been handed out already; moving it back would hand them out again.",
+                                    hint,
+                                );
+                            }
                         }
                     }
-                } else if old.text(c"space") != new.text(c"space") || old.int(c"id") != new.int(c"id") || old.int(c"section_keys") != new.int(c"section_keys") {
-                    refuse(
-                        "the name, id and section_keys of a sequence space cannot change".into(),
-                        "They decide which section, and which counter, each key has; changing them would hand numbers out again.",
-                        hint,
-                    );
+                    "seq_space_secret" if text_changed(c"space") || old.bytes(c"secret") != new.bytes(c"secret") => {
+                        refuse("the secret of a sequence space cannot change".into(), gone, hint);
+                    }
+                    "seq_space"
+                        if text_changed(c"space")
+                            || old.int(c"id") != new.int(c"id")
+                            || old.int(c"section_keys") != new.int(c"section_keys")
+                            || old.optional_text(c"text_key_hash") != new.optional_text(c"text_key_hash") =>
+                    {
+                        refuse(
+                            "the name, id, section_keys and text_key_hash of a sequence space cannot change".into(),
+                            "They decide which section, and which counter, each key has; changing them would hand numbers out again.",
+                            hint,
+                        );
+                    }
+                    _ => {}
                 }
                 retire_for_this_statement();
             }

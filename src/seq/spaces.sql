@@ -1,7 +1,7 @@
 ------------------------------------------------------------------------------------------------
--- Per-key sequences: one row per space (its step and section size), one row per section with
--- the persisted maximum of its keys. The worker raises max_seq in its own transactions; pg_dump
--- carries the rows.
+-- Per-key sequences: one row per space (its step, section size and how it hashes text keys), one
+-- row per section with the persisted maximum of its keys, and the secret of each space's text
+-- keys. The worker raises max_seq in its own transactions; pg_dump carries the rows.
 ------------------------------------------------------------------------------------------------
 CREATE SEQUENCE seq_space_id AS int;
 CREATE TABLE seq_space (
@@ -10,7 +10,11 @@ CREATE TABLE seq_space (
     step         int NOT NULL CHECK (step > 0),
     section_keys int NOT NULL CHECK (section_keys BETWEEN 1 AND 256),
     description  text,
-    created_at   timestamptz NOT NULL DEFAULT now()
+    created_at   timestamptz NOT NULL DEFAULT now(),
+    -- How text keys map to keys (src/seq/text_key.rs). seq_space_create() says siphash-2-4; a row
+    -- that does not say is one of a space made before 0.9.0 (inserted by hand, or a dump of 0.8.0
+    -- restored), whose texts were numbered unkeyed.
+    text_key_hash text NOT NULL DEFAULT 'fnv-1a' CHECK (text_key_hash IN ('fnv-1a', 'siphash-2-4'))
 );
 ALTER SEQUENCE seq_space_id OWNED BY seq_space.id;
 CREATE TABLE seq_section (
@@ -20,21 +24,32 @@ CREATE TABLE seq_section (
     updated_at timestamptz NOT NULL DEFAULT now(),
     PRIMARY KEY (space, section)
 );
+-- The secret of a space's text keys (16 random bytes; SipHash-2-4's key). Nothing is granted on it,
+-- and row-level security with no policy hides its rows from any role granted SELECT all the same
+-- (not from its owner, superusers and roles with BYPASSRLS); pg_idgen reads it through the C API.
+CREATE TABLE seq_space_secret (
+    space  text PRIMARY KEY,
+    secret bytea NOT NULL CHECK (octet_length(secret) = 16)
+);
+ALTER TABLE seq_space_secret ENABLE ROW LEVEL SECURITY;
 SELECT pg_catalog.pg_extension_config_dump('seq_space', '');
 SELECT pg_catalog.pg_extension_config_dump('seq_space_id', '');
 SELECT pg_catalog.pg_extension_config_dump('seq_section', '');
+SELECT pg_catalog.pg_extension_config_dump('seq_space_secret', '');
 COMMENT ON TABLE seq_space IS
     'Per-key sequence spaces: step is how far the worker raises a section at least; section_keys how many neighbouring keys share a section.';
 COMMENT ON TABLE seq_section IS
     'Sections of per-key sequences: max_seq is at least every number handed out for the section''s keys; the pg_idgen worker raises it.';
+COMMENT ON TABLE seq_space_secret IS
+    'Secrets of per-key sequence spaces: the key of SipHash-2-4, which maps a space''s text keys to keys; readable by superusers only.';
 
 -- Whatever changes or removes rows retires the cached sections of the database; a change that
--- would hand numbers out again (max_seq moved back, a space's keys mapped anew, rows deleted
--- outside seq_space_drop()) is refused. ENABLE ALWAYS: as for segment_tag.
+-- would hand numbers out again (max_seq moved back, a space's keys mapped anew, another secret,
+-- rows deleted outside seq_space_drop()) is refused. ENABLE ALWAYS: as for segment_tag.
 CREATE FUNCTION pg_idgen_seq_changed() RETURNS trigger
     AS 'MODULE_PATHNAME', 'pg_idgen_seq_changed' LANGUAGE C;
 COMMENT ON FUNCTION pg_idgen_seq_changed() IS
-    'Trigger on seq_space and seq_section: retires cached sections whose rows changed; refuses changes that would repeat numbers.';
+    'Trigger on seq_space, seq_section and seq_space_secret: retires cached sections whose rows changed; refuses changes that would repeat numbers.';
 REVOKE EXECUTE ON FUNCTION pg_idgen_seq_changed() FROM PUBLIC;
 CREATE TRIGGER seq_space_changed AFTER UPDATE OR DELETE ON seq_space
     FOR EACH ROW EXECUTE FUNCTION pg_idgen_seq_changed();
@@ -48,3 +63,9 @@ ALTER TABLE seq_space ENABLE ALWAYS TRIGGER seq_space_changed;
 ALTER TABLE seq_space ENABLE ALWAYS TRIGGER seq_space_truncated;
 ALTER TABLE seq_section ENABLE ALWAYS TRIGGER seq_section_changed;
 ALTER TABLE seq_section ENABLE ALWAYS TRIGGER seq_section_truncated;
+CREATE TRIGGER seq_space_secret_changed AFTER UPDATE OR DELETE ON seq_space_secret
+    FOR EACH ROW EXECUTE FUNCTION pg_idgen_seq_changed();
+CREATE TRIGGER seq_space_secret_truncated BEFORE TRUNCATE ON seq_space_secret
+    FOR EACH STATEMENT EXECUTE FUNCTION pg_idgen_seq_changed();
+ALTER TABLE seq_space_secret ENABLE ALWAYS TRIGGER seq_space_secret_changed;
+ALTER TABLE seq_space_secret ENABLE ALWAYS TRIGGER seq_space_secret_truncated;

@@ -147,7 +147,7 @@ pub fn row_inserted_here(table_name: &CStr, key_column: &CStr, key: &[u8], deadl
 
 /// Takes ACCESS SHARE on a relation (the table, its index), waiting at most until the deadline (a
 /// session holding ACCESS EXCLUSIVE would otherwise hold the call for as long as it likes).
-fn lock_until(relation: pg_sys::Oid, deadline_ms: i64, what: &dyn Fn() -> String) {
+pub fn lock_until(relation: pg_sys::Oid, deadline_ms: i64, what: &dyn Fn() -> String) {
     // SAFETY: a lock request on an existing relation; released at the end of the transaction.
     while !unsafe { pg_sys::ConditionalLockRelationOid(relation, pg_sys::AccessShareLock as i32) } {
         if clock::monotonic_millis() >= deadline_ms {

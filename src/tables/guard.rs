@@ -6,6 +6,7 @@ use std::ffi::CStr;
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 
+use super::display;
 use crate::errors;
 
 std::thread_local! {
@@ -13,10 +14,35 @@ std::thread_local! {
     static GUARDED: std::cell::RefCell<Option<(Vec<pg_sys::Oid>, std::ffi::CString)>> = const { std::cell::RefCell::new(None) };
 }
 
+/// How pg_idgen's statement on its tables meets their triggers and foreign keys, and with whose
+/// rights it runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Run {
+    /// The worker's raise or allocation (also the authority's, for another server's worker):
+    /// `session_replication_role = replica`, so only the triggers the tables' owner enabled ALWAYS
+    /// or REPLICA fire (pg_idgen's own are ALWAYS). Why: a role granted TRIGGER on a table can add
+    /// a trigger, not change when it fires, and it would run in the worker, a superuser's session.
+    /// Foreign keys referencing the table do not act then; these statements change no column one
+    /// can reference (`max_id`, `max_seq`, a section's new row).
+    Allocation,
+    /// A change a caller asked for (creating or dropping a tag or a space), with the caller's
+    /// rights: `session_replication_role = origin`, so foreign keys referencing the tables hold
+    /// (and act: `ON DELETE CASCADE`) as for the caller's own statement. A trigger that would
+    /// fire on `events` (`TRIGGER_TYPE_INSERT`, `…_DELETE`) and that neither the tables' owner
+    /// enabled ALWAYS nor PostgreSQL made (a foreign key's) refuses the statement (55000): a role
+    /// granted TRIGGER may add one, and it would run with the caller's privileges. A statement
+    /// that fires no trigger (`LOCK TABLE`: `events` 0) is not checked, nor is its table locked
+    /// first: it takes the lock it names.
+    Change { events: u32 },
+    /// As `Change`, with the rights of the tables' owner: rows nobody is granted (a space's
+    /// secret), written as part of a change the caller's rights allowed (the space's own row).
+    ChangeAsOwner { events: u32 },
+}
+
 /// Runs `statement`, SQL text naming each of pg_idgen's `tables` by its placeholder, through
 /// `run`, with the search path pinned and the analysis guard on: the statement runs only if every
-/// relation it names is one of `tables`.
-pub fn run_on_tables<T>(tables: &[(&str, pg_sys::Oid)], statement: &str, run: impl FnOnce(&str) -> T) -> Result<T, String> {
+/// relation it names is one of `tables`; its triggers and rights as `how` says.
+pub fn run_on_tables<T>(tables: &[(&str, pg_sys::Oid)], how: Run, statement: &str, run: impl FnOnce(&str) -> T) -> Result<T, String> {
     /// Puts back what was guarded before, also when `run` raises an error (a PostgreSQL ERROR
     /// reaches Rust as a panic, which unwinds through this).
     struct Restore(Option<(Vec<pg_sys::Oid>, std::ffi::CString)>);
@@ -28,10 +54,86 @@ pub fn run_on_tables<T>(tables: &[(&str, pg_sys::Oid)], statement: &str, run: im
     let names = tables.iter().map(|(placeholder, table)| Ok((*placeholder, super::catalog::qualified_name(*table)?))).collect::<Result<Vec<_>, String>>()?;
     let sql = fill_placeholders(statement, &names);
     let text = std::ffi::CString::new(sql.clone()).map_err(|_| "the statement holds a NUL byte".to_string())?;
-    let oids = tables.iter().map(|(_, table)| *table).collect();
+    let oids: Vec<pg_sys::Oid> = tables.iter().map(|(_, table)| *table).collect();
+    if let Run::Change { events } | Run::ChangeAsOwner { events } = how {
+        for &table in oids.iter().filter(|_| events != 0) {
+            refuse_triggers_not_vouched_for(table, events);
+        }
+    }
+    let owner = match how {
+        // SAFETY: the table is locked (above); its owner is read from its relcache entry.
+        Run::ChangeAsOwner { .. } => Some(unsafe { table_owner(oids[0]) }),
+        _ => None,
+    };
     let _restore = Restore(GUARDED.with(|g| g.borrow_mut().replace((oids, text))));
-    Ok(with_catalog_search_path(|| run(&sql)))
+    Ok(with_catalog_settings(how == Run::Allocation, || as_role(owner, || run(&sql))))
 }
+
+/// Refuses (55000) a change of `table` while it has a trigger on `events` that would run with the
+/// caller's privileges although nobody trusted with the table chose it (see `Run::Change`). The
+/// table is locked first, in the mode the change takes anyway (ROW EXCLUSIVE): no trigger can be
+/// added before the transaction ends (CREATE TRIGGER needs SHARE ROW EXCLUSIVE), and the relcache
+/// entry read here is the one the statement fires from.
+fn refuse_triggers_not_vouched_for(table: pg_sys::Oid, events: u32) {
+    // SAFETY: the table exists (found by OID in this transaction); it is locked until the end of
+    // the transaction, opened and closed here, and its trigger array read while open.
+    unsafe {
+        pg_sys::LockRelationOid(table, pg_sys::RowExclusiveLock as i32);
+        let relation = pg_sys::table_open(table, pg_sys::NoLock as i32);
+        let triggers = (*relation).trigdesc;
+        let count = if triggers.is_null() { 0 } else { (*triggers).numtriggers as usize };
+        let unvouched = (0..count).map(|i| &*(*triggers).triggers.add(i)).find(|t| {
+            t.tgenabled as u8 == pg_sys::TRIGGER_FIRES_ON_ORIGIN && !t.tgisinternal && (t.tgtype as u32) & events != 0
+        });
+        let found = unvouched.map(|t| (CStr::from_ptr(t.tgname).to_string_lossy().into_owned(), display(CStr::from_ptr(pg_sys::get_rel_name(table)).to_bytes())));
+        pg_sys::table_close(relation, pg_sys::NoLock as i32);
+        if let Some((trigger, table)) = found {
+            errors::raise(
+                PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+                format!("pg_idgen does not change table \"{table}\" while it has trigger \"{trigger}\""),
+                Some("The trigger would run with the privileges of the role calling pg_idgen's function. Only triggers that the table's owner enabled ALWAYS run with pg_idgen's statements: a role granted TRIGGER on the table can add a trigger, but not choose when it fires.".into()),
+                Some(&format!("Drop the trigger, or, as the table's owner, let it run with pg_idgen's statements: ALTER TABLE {table} ENABLE ALWAYS TRIGGER {trigger}.")),
+            );
+        }
+    }
+}
+
+/// The owner of a relation.
+///
+/// # Safety
+/// `table` is an existing relation, locked by this transaction.
+unsafe fn table_owner(table: pg_sys::Oid) -> pg_sys::Oid {
+    // SAFETY: per the function's contract.
+    unsafe {
+        let relation = pg_sys::table_open(table, pg_sys::NoLock as i32);
+        let owner = (*(*relation).rd_rel).relowner;
+        pg_sys::table_close(relation, pg_sys::NoLock as i32);
+        owner
+    }
+}
+
+/// Runs `f` as `role` (when given), as PostgreSQL runs a foreign key's check as its table's
+/// owner: the user id changed for `f` only, `SET ROLE` and the like refused meanwhile; the
+/// caller's user id comes back afterwards, also when `f` raises an error.
+fn as_role<T>(role: Option<pg_sys::Oid>, f: impl FnOnce() -> T) -> T {
+    let Some(role) = role else { return f() };
+    struct Restore(pg_sys::Oid, i32);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            // SAFETY: puts back the user id and security context read below.
+            unsafe { pg_sys::SetUserIdAndSecContext(self.0, self.1) };
+        }
+    }
+    let (mut user, mut context) = (pg_sys::InvalidOid, 0);
+    // SAFETY: reads and sets this backend's user id and security context; `Restore` puts them back.
+    unsafe { pg_sys::GetUserIdAndSecContext(&mut user, &mut context) };
+    let _restore = Restore(user, context);
+    let restricted = (pg_sys::SECURITY_LOCAL_USERID_CHANGE | pg_sys::SECURITY_RESTRICTED_OPERATION) as i32;
+    // SAFETY: as above.
+    unsafe { pg_sys::SetUserIdAndSecContext(role, context | restricted) };
+    f()
+}
+
 
 /// The statement with each placeholder replaced by its name, in one pass over the statement: a
 /// name that holds another placeholder's text (a schema may be called "{table}") stays as it is.
@@ -136,21 +238,19 @@ pub fn install_analysis_guard() {
 }
 
 /// Runs `f` with `search_path = pg_catalog, pg_temp`, as PostgreSQL runs its own internal SQL,
-/// and `session_replication_role = replica`: only the triggers the table's owner enabled ALWAYS
-/// (pg_idgen's own) fire. Why: a role granted TRIGGER on the tag table would otherwise have its
-/// trigger run with the privileges of whoever calls segment_create(), segment_drop() or a
-/// conversion, a superuser among them (the workers pin the same for their sessions). Only for
-/// pg_idgen's own statements on the tag table (the replica role also turns foreign-key triggers
-/// off): never run a caller's SQL inside it. The previous settings come back afterwards (also
-/// when `f` raises an error: the abort undoes them).
-fn with_catalog_search_path<T>(f: impl FnOnce() -> T) -> T {
+/// and `session_replication_role` as the statement needs (`Run`): `replica` for an allocation,
+/// `origin` for a caller's change, whatever the session says. Only for pg_idgen's own statements
+/// on its tables: never run a caller's SQL inside it. The previous settings come back afterwards
+/// (also when `f` raises an error: the abort undoes them).
+fn with_catalog_settings<T>(allocation: bool, f: impl FnOnce() -> T) -> T {
+    let replication_role = if allocation { c"replica" } else { c"origin" };
     // SAFETY: a GUC nest level opened and closed around `f`, as for a function's SET clause.
     // PGC_SUSET for session_replication_role: pg_idgen sets it for its own statement only.
     unsafe {
         let level = pg_sys::NewGUCNestLevel();
         for (name, value, context) in [
             (c"search_path", c"pg_catalog, pg_temp", pg_sys::GucContext::PGC_USERSET),
-            (c"session_replication_role", c"replica", pg_sys::GucContext::PGC_SUSET),
+            (c"session_replication_role", replication_role, pg_sys::GucContext::PGC_SUSET),
         ] {
             pg_sys::set_config_option(
                 name.as_ptr(),
@@ -183,7 +283,7 @@ mod tests {
             .unwrap();
         let table = Spi::get_one::<pg_sys::Oid>("SELECT 'guard_a.segment_tag'::regclass::oid").unwrap().unwrap();
         // {table} is guard_a's name; the text names guard_b's, as a schema swap would make it.
-        let _ = super::run_on_tables(&[("{table}", table)], "SELECT count(*) FROM guard_b.segment_tag /* {table} */", |sql| {
+        let _ = super::run_on_tables(&[("{table}", table)], super::Run::Allocation, "SELECT count(*) FROM guard_b.segment_tag /* {table} */", |sql| {
             Spi::get_one::<i64>(sql)
         });
     }
@@ -199,7 +299,7 @@ mod tests {
     fn a_statement_naming_its_table_runs() {
         Spi::run("CREATE SCHEMA guard_c; CREATE TABLE guard_c.segment_tag (tag text)").unwrap();
         let table = Spi::get_one::<pg_sys::Oid>("SELECT 'guard_c.segment_tag'::regclass::oid").unwrap().unwrap();
-        let count = super::run_on_tables(&[("{table}", table)], "SELECT count(*) FROM {table}", Spi::get_one::<i64>).unwrap();
+        let count = super::run_on_tables(&[("{table}", table)], super::Run::Allocation, "SELECT count(*) FROM {table}", Spi::get_one::<i64>).unwrap();
         assert_eq!(count, Ok(Some(0)));
     }
 }

@@ -14,6 +14,10 @@
 //!   that a name means another table by the time the statement is parsed; so while pg_idgen's
 //!   statement is analysed, a hook checks that every relation it names is one of the tables found
 //!   by their OIDs, and refuses it before it can run otherwise.
+//! - Which triggers fire on that SQL, and with whose rights it runs, `Run` says: the worker's
+//!   allocations and raises fire only the triggers the tables' owner enabled ALWAYS or REPLICA; a
+//!   change a caller asked for keeps the foreign keys of other tables in force, and is refused
+//!   while a trigger the owner did not enable ALWAYS would run with the caller's privileges.
 //! - Arguments that name a tag or a space are their bytes in the database's encoding
 //!   (`TextBytes`): they need not be UTF-8.
 //!
@@ -27,7 +31,7 @@ mod guard;
 mod text;
 mod tuple;
 
-pub use catalog::{extension_table_oid, row_inserted_here, with_row};
-pub use guard::{install_analysis_guard, run_on_tables};
+pub use catalog::{extension_table_oid, lock_until, row_inserted_here, with_row};
+pub use guard::{install_analysis_guard, run_on_tables, Run};
 pub use text::{display, text_arg, Name, TextBytes, TextOut, MAX_NAME_LEN};
 pub use tuple::{Owner, Row};

@@ -31,16 +31,20 @@ impl Row {
         Row { relation, tuple, owner }
     }
 
+    /// The column `name`'s number, if the relation has it, of type `type_oid`.
+    fn column_if_any(&self, name: &CStr, type_oid: pg_sys::Oid) -> Option<i16> {
+        // SAFETY: the relation is open (`new`'s contract).
+        unsafe {
+            let relation = (*self.relation).rd_id;
+            let attnum = pg_sys::get_attnum(relation, name.as_ptr());
+            (attnum > 0 && pg_sys::get_atttype(relation, attnum) == type_oid).then_some(attnum)
+        }
+    }
+
     /// The column `name`'s number, if it is of type `type_oid`; an error that names the owner
     /// otherwise.
     fn column(&self, name: &CStr, type_oid: pg_sys::Oid) -> i16 {
-        // SAFETY: the relation is open (`new`'s contract).
-        let (attnum, actual) = unsafe {
-            let relation = (*self.relation).rd_id;
-            let attnum = pg_sys::get_attnum(relation, name.as_ptr());
-            (attnum, if attnum > 0 { pg_sys::get_atttype(relation, attnum) } else { pg_sys::InvalidOid })
-        };
-        if actual != type_oid {
+        let Some(attnum) = self.column_if_any(name, type_oid) else {
             let column = name.to_string_lossy();
             match self.owner {
                 Owner::Trigger { function, table } => errors::raise(
@@ -53,7 +57,7 @@ impl Row {
                     errors::raise(PgSqlErrorCode::ERRCODE_DATA_CORRUPTED, format!("pg_idgen's {table} has no {column} column of its type"), None, None)
                 }
             }
-        }
+        };
         attnum
     }
 
@@ -65,11 +69,27 @@ impl Row {
         (!null).then_some(datum)
     }
 
+    /// The bytes of a varlena column (text, bytea) by its number, None when NULL.
+    fn varlena_at(&self, attnum: i16) -> Option<Vec<u8>> {
+        let datum = self.datum(attnum)?;
+        // SAFETY: a varlena datum of the tuple; the bytes are copied while the tuple is valid.
+        unsafe { <&[u8]>::from_polymorphic_datum(datum, false, pg_sys::TEXTOID) }.map(<[u8]>::to_vec)
+    }
+
     /// A text column's bytes (in the database's encoding), None when NULL.
     pub fn text(&self, name: &CStr) -> Option<Vec<u8>> {
-        let datum = self.datum(self.column(name, pg_sys::TEXTOID))?;
-        // SAFETY: a text datum of the tuple; the bytes are copied while the tuple is valid.
-        unsafe { <&[u8]>::from_polymorphic_datum(datum, false, pg_sys::TEXTOID) }.map(<[u8]>::to_vec)
+        self.varlena_at(self.column(name, pg_sys::TEXTOID))
+    }
+
+    /// A text column that a table of pg_idgen's SQL before the version that added it lacks: its
+    /// bytes, None when NULL or lacking (or of another type).
+    pub fn optional_text(&self, name: &CStr) -> Option<Vec<u8>> {
+        self.varlena_at(self.column_if_any(name, pg_sys::TEXTOID)?)
+    }
+
+    /// A bytea column's bytes that the table may lack (as `optional_text`).
+    pub fn optional_bytes(&self, name: &CStr) -> Option<Vec<u8>> {
+        self.varlena_at(self.column_if_any(name, pg_sys::BYTEAOID)?)
     }
 
     /// An int column's value, None when NULL.
@@ -88,9 +108,7 @@ impl Row {
 
     /// A bytea column's bytes, None when NULL.
     pub fn bytes(&self, name: &CStr) -> Option<Vec<u8>> {
-        let datum = self.datum(self.column(name, pg_sys::BYTEAOID))?;
-        // SAFETY: a bytea datum of the tuple; the bytes are copied while the tuple is valid.
-        unsafe { <&[u8]>::from_polymorphic_datum(datum, false, pg_sys::BYTEAOID) }.map(<[u8]>::to_vec)
+        self.varlena_at(self.column(name, pg_sys::BYTEAOID))
     }
 
     /// An oid column's value by its number (a catalog's, whose columns are fixed), None when NULL.

@@ -4,7 +4,8 @@
 SET timezone = 'UTC';
 
 -- Every mask function is STABLE (keys can change between statements, so not IMMUTABLE) and
--- PARALLEL SAFE; EXECUTE is granted per role.
+-- PARALLEL RESTRICTED (only the leader of a parallel plan masks: a worker would read the keys
+-- itself, newer than the leader's); EXECUTE is granted per role.
 SELECT p.oid::regprocedure AS function, p.provolatile AS volatility, p.proparallel AS parallel,
        has_function_privilege('public', p.oid, 'EXECUTE') AS public_may_execute
   FROM pg_proc AS p WHERE p.proname LIKE 'id\_%mask%' ORDER BY 1::text COLLATE "C";
@@ -22,6 +23,8 @@ version 1 aes 2b7e151628aed2a6abf7158809cf4f3c check 111111111111111111111111111
 SELECT substr(id_mask_decimal(123456789, 13), 2, 10) AS sample_1,                  -- 2433477484
        substr(id_mask_decimal(123456789, 13, '9876543210'), 2, 10) AS sample_2;    -- 6124200773
 SELECT id_mask_decimal(123456789, 13) AS v1_no_purpose, id_mask_decimal(123456789, 13, '9876543210') AS v1_purpose;
+-- Numbers made under version 1, kept to check below that no later version takes them for its own.
+CREATE TABLE mask_v1_numbers AS SELECT g, id_mask_decimal(g, 12) AS decimal FROM generate_series(1, 3000) AS g;
 SELECT id_mask_key_import('pg_idgen mask keys 1
 version 2 aes 2b7e151628aed2a6abf7158809cf4f3cef4359d8d580aa4f check 1111111111111111111111111111111111111111111111111111111111111111') AS imported;
 SELECT substr(id_mask_decimal(123456789, 13), 2, 10) AS sample_4,                  -- 2830668132
@@ -48,7 +51,8 @@ SELECT id_unmask_decimal(id_mask_decimal(42, 12, 'orders'), 'invoices');
 SELECT id_unmask_decimal(overlay(id_mask_decimal(42, 12, 'orders') PLACING '0' FROM 5 FOR 1), 'orders');
 SELECT id_mask_base32(42, 'orders') AS for_orders;
 SELECT id_unmask_base32(id_mask_base32(42, 'orders'), 'invoices');
-SELECT id_unmask_decimal('512345678901');   -- no version 5, 15, …
+SELECT id_unmask_decimal('512345678901');   -- no version 5, 14, 23, …
+SELECT id_unmask_decimal('012345678901');   -- no version has the digit 0
 SELECT id_unmask_decimal('12345678x01');
 -- 22 digits: 19 FF1 digits hold 10^19 values, more than the 2^63 ids. A number whose check
 -- digits match (each 19 digits have one such pair) but that unmasks above the largest id is refused.
@@ -56,7 +60,8 @@ SELECT id_unmask_decimal('3999999999999999991889');
 SELECT id_unmask_decimal('3999999999999999991754') AS checks_and_fits;
 SELECT id_unmask_base32('4ZZZZZZZZZZZZZZZ');   -- second digit above 7
 SELECT id_unmask_base32('40000000000000');
-SELECT id_unmask_base32('5000000000000000');   -- no version 5, 37, …
+SELECT id_unmask_base32('5000000000000000');   -- no version 5, 14, 23, …
+SELECT id_unmask_base32('A000000000000000');   -- nor a letter
 SELECT id_unmask(-1);
 SELECT id_unmask(1, version => 0);
 SELECT id_unmask(1, version => 7);
@@ -140,6 +145,61 @@ SELECT relrowsecurity, relforcerowsecurity,
        NOT EXISTS (SELECT FROM aclexplode(relacl) AS a WHERE a.grantee <> relowner) AS granted_to_no_one,
        (SELECT count(*) FROM pg_policy WHERE polrelid = c.oid) AS policies
   FROM pg_class AS c WHERE oid = 'idgen_internal.mask_key'::regclass;
+
+-- Key versions: a number is never given to another key. Retiring the newest version (4) and
+-- creating gives 5, not 4 again; the number 4 then names no key, and other keys under it are
+-- refused.
+DELETE FROM idgen_internal.mask_key WHERE version = 4;
+SELECT id_mask_key_create() AS created;
+SELECT id_unmask(1, version => 4);
+SELECT id_mask_key_import('pg_idgen mask keys 1
+version 4 aes 0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a check 3333333333333333333333333333333333333333333333333333333333333333');
+
+-- The text forms name a version by one digit, 1 + (version - 1) mod 9 (never 0: a decimal number
+-- keeps its width as a number), and no two versions present share one: a text is only ever
+-- checked and unmasked under the version that made it. An import of a version whose digit a
+-- present version has is refused: 11 would read as version 2 (and, were the digit the version's
+-- last, as version 1, whose numbers its check digits would then take for its own 1 time in 100).
+SELECT id_mask_key_import('pg_idgen mask keys 1
+version 11 aes 000102030405060708090a0b0c0d0e0f check 2222222222222222222222222222222222222222222222222222222222222222');
+SELECT count(*) AS numbers, count(*) FILTER (WHERE id_unmask_decimal(decimal) <> g) AS wrong_ids FROM mask_v1_numbers;
+DROP TABLE mask_v1_numbers;
+
+-- Within one statement every call uses the same keys: a version created halfway through (here by
+-- the statement itself, as version 6) is used from the next statement on.
+SELECT count(DISTINCT left(m, 1)) AS digits_used, count(*) AS numbers
+  FROM (SELECT id_mask_base32(g) AS m, CASE WHEN g = 500 THEN id_mask_key_create() END AS created
+          FROM generate_series(1, 1000) AS g) AS s;
+SELECT left(id_mask_base32(1), 1) AS next_statement_digit;
+
+-- id_mask_key_create() takes the next version whose digit no present version has: with 1 to 3 and
+-- 5 to 9 present, 13 (digit 4). With nine present it refuses, and the hint names the oldest.
+SELECT id_mask_key_import('pg_idgen mask keys 1' || string_agg(format(E'\nversion %s aes %s check %s', v, repeat(to_hex(v), 32), repeat('33', 32)), ''))
+       AS imported FROM generate_series(7, 9) AS v;
+SELECT id_mask_key_create() AS created;
+SELECT id_mask_key_create();
+DELETE FROM idgen_internal.mask_key WHERE version = 1;
+SELECT id_mask_key_create() AS created;
+SELECT left(id_mask_decimal(7, 12), 1) AS decimal_digit, left(id_mask_base32(7), 1) AS base32_digit,
+       id_unmask_decimal(id_mask_decimal(7, 12)) AS decimal_back, id_unmask_base32(id_mask_base32(7)) AS base32_back;
+-- Every version held here, kept when it is retired (pg_dump carries them too).
+SELECT version, octet_length(fingerprint) AS fingerprint_bytes, version IN (SELECT version FROM idgen_internal.mask_key) AS present
+  FROM idgen_internal.mask_key_history ORDER BY version;
+-- An import does not bring a retired version back, even with its own keys.
+SELECT id_mask_key_import('pg_idgen mask keys 1
+version 1 aes 2b7e151628aed2a6abf7158809cf4f3c check 1111111111111111111111111111111111111111111111111111111111111111') AS imported;
+
+-- pg_restore --disable-triggers ends with ALTER TABLE ... ENABLE TRIGGER ALL, which leaves the key
+-- table's triggers firing for ordinary sessions only, not under session_replication_role =
+-- replica (as pg_idgen's own statements and logical replication run): a key made then is seen
+-- all the same, from the next statement. (Version 20: digit 2, not 0.)
+DELETE FROM idgen_internal.mask_key WHERE version = 2;
+ALTER TABLE idgen_internal.mask_key ENABLE TRIGGER ALL;
+SELECT left(id_mask_base32(1), 1) AS digit_before;
+SELECT id_mask_key_create() AS created;
+SELECT left(id_mask_base32(1), 1) AS digit_after, left(id_mask_decimal(1, 12), 1) AS decimal_digit_after;
+ALTER TABLE idgen_internal.mask_key ENABLE ALWAYS TRIGGER mask_key_changed;
+ALTER TABLE idgen_internal.mask_key ENABLE ALWAYS TRIGGER mask_key_truncated;
 
 -- Removing the keys (as a superuser may) is seen at once: no key again.
 DELETE FROM idgen_internal.mask_key;

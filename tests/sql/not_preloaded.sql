@@ -27,10 +27,12 @@ SELECT pg_get_expr(adbin, adrelid) AS default_unchanged FROM pg_attrdef WHERE ad
 \set SHOW_CONTEXT errors
 DROP TABLE unloaded_t;
 
--- Spaces of per-key sequences too, and seq_key() computes; numbers need the library preloaded.
+-- Spaces of per-key sequences too (with their secret), and seq_key() computes; numbers need the
+-- library preloaded.
 SELECT seq_space_create('unloaded', step => 10);
-SELECT space, step, section_keys FROM seq_space;
-SELECT seq_key('room:general') AS room_general;
+SELECT space, step, section_keys, text_key_hash FROM seq_space;
+SELECT count(*) AS secrets FROM seq_space_secret;
+SELECT seq_key('unloaded', 'room:general') = seq_key('unloaded', 'room:general') AS has_a_key;
 SELECT seq_next('unloaded', 1);
 SELECT seq_current_text('unloaded', 'room:general');
 SELECT * FROM seq_status();

@@ -9,7 +9,7 @@ SET timezone = 'UTC';
 SELECT seq_space_create('issues', step => 100, description => 'issue numbers per project');
 SELECT seq_space_create('messages');
 SELECT space, id > 0 AS has_id, step, section_keys, description FROM seq_space ORDER BY space;
--- pg_dump carries both tables.
+-- pg_dump carries the tables (and the secrets of the spaces' text keys: seq_text_keys).
 SELECT c::regclass AS dumped FROM pg_extension AS e, unnest(e.extconfig) AS c
  WHERE e.extname = 'pg_idgen' AND c::regclass::text LIKE 'seq%' ORDER BY 1::text;
 
@@ -44,11 +44,13 @@ COMMIT;
 SELECT section, max_seq >= 100 AS at_least_a_step FROM seq_section WHERE space = 'issues' ORDER BY section;
 SELECT max_seq >= 5000 AS covers_key_100 FROM seq_section WHERE space = 'issues' AND section = 0;
 
--- Text keys: seq_key() is a stable 64-bit hash; a text key (seq_next_text) and its seq_key() are one
--- counter. Why a name of its own: an untyped '5' would otherwise pick the text form over key 5.
-SELECT seq_key('room:general') AS room_general, seq_key('') AS empty_text, seq_key('room:general ') AS trailing_space;
+-- Text keys: seq_key(space, key) is the bigint key a text stands for in its space (a hash keyed by
+-- the space's secret: seq_text_keys); a text key (seq_next_text) and its seq_key() are one counter.
+-- Why a name of its own: an untyped '5' would otherwise pick the text form over key 5.
+SELECT seq_key('messages', 'room:general') <> seq_key('messages', 'room:general ') AS trailing_space_is_another_key,
+       seq_key('messages', '') IS NOT NULL AS empty_text_is_a_key;
 SELECT seq_next_text('messages', 'room:general') AS first, seq_next_text('messages', 'room:general') AS second,
-       seq_next('messages', seq_key('room:general')) AS third, seq_current_text('messages', 'room:general') AS current;
+       seq_next('messages', seq_key('messages', 'room:general')) AS third, seq_current_text('messages', 'room:general') AS current;
 SELECT seq_next('messages', '5') AS untyped_five_is_key_5, seq_next('messages', 5) AS key_5;
 SELECT seq_next('messages', 1001) AS conversation_1001, seq_next_text('messages', 'room:random') AS room_random;
 
@@ -171,6 +173,13 @@ SELECT sqlstate_of($$SELECT seq_next('edge', 1)$$);
 SELECT seq_current('edge', 1) AS current_at_the_end;
 -- Its neighbours have the same section's numbers left (up to the end), no more.
 SELECT seq_next('edge', 2) AS neighbour;
+-- A text key at the end: the error names the text (a space of one key a section, whose only
+-- section is the text's).
+SELECT seq_space_create('edge_text', step => 10, section_keys => 1);
+SELECT seq_next_text('edge_text', 'last') AS first;
+UPDATE seq_section SET max_seq = 9223372036854775806 WHERE space = 'edge_text';
+SELECT seq_next_text('edge_text', 'last') AS at_the_end;
+SELECT seq_next_text('edge_text', 'last');
 -- An integer column filled past 2,147,483,647 is refused (22003), not wrapped.
 CREATE TABLE small_numbers (k bigint NOT NULL, n integer);
 CREATE TRIGGER small_numbers_n BEFORE INSERT ON small_numbers FOR EACH ROW EXECUTE FUNCTION seq_fill('edge', 'k', 'n');
