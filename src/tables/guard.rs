@@ -82,8 +82,14 @@ fn refuse_triggers_not_vouched_for(table: pg_sys::Oid, events: u32) {
         let relation = pg_sys::table_open(table, pg_sys::NoLock as i32);
         let triggers = (*relation).trigdesc;
         let count = if triggers.is_null() { 0 } else { (*triggers).numtriggers as usize };
+        // pg_idgen's own trigger functions are vouched for whatever fires them: a restore with
+        // --disable-triggers leaves its ALWAYS triggers firing on origin only (ENABLE TRIGGER ALL).
+        let extension = pg_sys::get_extension_oid(c"pg_idgen".as_ptr(), true);
         let unvouched = (0..count).map(|i| &*(*triggers).triggers.add(i)).find(|t| {
-            t.tgenabled as u8 == pg_sys::TRIGGER_FIRES_ON_ORIGIN && !t.tgisinternal && (t.tgtype as u32) & events != 0
+            t.tgenabled as u8 == pg_sys::TRIGGER_FIRES_ON_ORIGIN
+                && !t.tgisinternal
+                && (t.tgtype as u32) & events != 0
+                && !(extension != pg_sys::InvalidOid && pg_sys::getExtensionOfObject(pg_sys::ProcedureRelationId, t.tgfoid) == extension)
         });
         let found = unvouched.map(|t| (CStr::from_ptr(t.tgname).to_string_lossy().into_owned(), display(CStr::from_ptr(pg_sys::get_rel_name(table)).to_bytes())));
         pg_sys::table_close(relation, pg_sys::NoLock as i32);
