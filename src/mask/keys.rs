@@ -27,7 +27,7 @@ use pgrx::prelude::*;
 
 use super::ff1::Cipher;
 use crate::tables::{Owner, Row};
-use crate::{clock, errors, settings, tables};
+use crate::{errors, tables};
 
 pub const KEY_TABLE: &CStr = c"mask_key";
 const HISTORY_TABLE: &CStr = c"mask_key_history";
@@ -102,7 +102,7 @@ pub fn require_table() -> pg_sys::Oid {
 /// a hot standby; no row security applies to it). Waits for a lock on the table at most
 /// `pg_idgen.segment_wait_timeout`, then raises 55P03.
 pub fn read_material(table: pg_sys::Oid) -> Vec<Material> {
-    let deadline_ms = clock::monotonic_millis() + settings::config().segments.wait_timeout_ms as i64;
+    let deadline_ms = crate::worker::wait::Deadline::new().ms();
     tables::lock_until(table, deadline_ms, &|| "the mask keys".into());
     let mut found = Vec::new();
     // SAFETY: the table is locked; it is scanned with a freshly taken snapshot (a NULL snapshot

@@ -4,7 +4,7 @@
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::time::Instant;
 
-use super::{lookup, RemoteError, Row, POLL_SLICE};
+use super::{in_slices, lookup, RemoteError, Row};
 
 #[repr(C)]
 struct PGconn {
@@ -308,24 +308,16 @@ impl Connection {
         if socket < 0 {
             return Err(RemoteError::Unreachable(self.error_message()));
         }
-        loop {
-            if stop() {
-                return Err(RemoteError::Stopped);
-            }
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return Err(RemoteError::Unreachable(format!("timed out {doing} (pg_idgen.remote_timeout)")));
-            }
+        in_slices(deadline, stop, doing, |slice| {
             let mut fd = libc::pollfd { fd: socket, events, revents: 0 };
             // SAFETY: one pollfd, for the time given.
-            let ready = unsafe { libc::poll(&mut fd, 1, left.min(POLL_SLICE).as_millis().max(1) as c_int) };
+            let ready = unsafe { libc::poll(&mut fd, 1, slice.as_millis().max(1) as c_int) };
             if ready > 0 {
-                return Ok(());
+                return Some(Ok(()));
             }
-            if ready < 0 && std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
-                return Err(RemoteError::Unreachable(format!("poll() failed: {}", std::io::Error::last_os_error())));
-            }
-        }
+            (ready < 0 && std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted)
+                .then(|| Err(RemoteError::Unreachable(format!("poll() failed: {}", std::io::Error::last_os_error()))))
+        })
     }
 
     fn error_message(&self) -> String {

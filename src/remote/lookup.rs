@@ -4,7 +4,7 @@
 use std::sync::atomic::Ordering::SeqCst;
 use std::time::Instant;
 
-use super::{RemoteError, POLL_SLICE};
+use super::{in_slices, RemoteError};
 
 /// The `host`, `hostaddr` and `port` lists to connect with: every host of a connection string's
 /// `options` (as libpq parsed them) that is a name (not an address, not a socket directory, without an address of its own in
@@ -84,31 +84,20 @@ fn look_up(host: &str, deadline: Instant, stop: &dyn Fn() -> bool) -> Result<Vec
         spawned
     };
     spawned.map_err(|e| RemoteError::Unreachable(format!("could not look up host name \"{host}\": {e}")))?;
-    loop {
-        if stop() {
-            return Err(RemoteError::Stopped);
-        }
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return Err(RemoteError::Unreachable(format!("timed out looking up host name \"{host}\" (pg_idgen.remote_timeout)")));
-        }
-        match receiver.recv_timeout(left.min(POLL_SLICE)) {
-            Ok(Ok(found)) => {
-                let mut addresses: Vec<String> = Vec::new();
-                for address in found {
-                    if !addresses.contains(&address) {
-                        addresses.push(address);
-                    }
+    in_slices(deadline, stop, &format!("looking up host name \"{host}\""), |slice| match receiver.recv_timeout(slice) {
+        Ok(Ok(found)) => {
+            let mut addresses: Vec<String> = Vec::new();
+            for address in found {
+                if !addresses.contains(&address) {
+                    addresses.push(address);
                 }
-                return if addresses.is_empty() { Err(RemoteError::Unreachable(format!("host name \"{host}\" has no address"))) } else { Ok(addresses) };
             }
-            Ok(Err(e)) => return Err(RemoteError::Unreachable(format!("could not translate host name \"{host}\" to address: {e}"))),
-            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
-            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
-                return Err(RemoteError::Unreachable(format!("could not look up host name \"{host}\"")));
-            }
+            Some(if addresses.is_empty() { Err(RemoteError::Unreachable(format!("host name \"{host}\" has no address"))) } else { Ok(addresses) })
         }
-    }
+        Ok(Err(e)) => Some(Err(RemoteError::Unreachable(format!("could not translate host name \"{host}\" to address: {e}")))),
+        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => None,
+        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => Some(Err(RemoteError::Unreachable(format!("could not look up host name \"{host}\"")))),
+    })
 }
 
 

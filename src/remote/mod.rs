@@ -28,6 +28,29 @@ pub use status::{authority, registry, STATUSES};
 /// asked again.
 const POLL_SLICE: Duration = Duration::from_millis(100);
 
+/// Waits in slices of at most `POLL_SLICE`: asks `stop` before each, ends with `Unreachable`
+/// ("timed out {doing}") at `deadline`, and otherwise calls `slice` with the time to wait, until
+/// it has an answer.
+fn in_slices<T>(
+    deadline: std::time::Instant,
+    stop: &dyn Fn() -> bool,
+    doing: &str,
+    mut slice: impl FnMut(Duration) -> Option<Result<T, RemoteError>>,
+) -> Result<T, RemoteError> {
+    loop {
+        if stop() {
+            return Err(RemoteError::Stopped);
+        }
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            return Err(RemoteError::Unreachable(format!("timed out {doing} (pg_idgen.remote_timeout)")));
+        }
+        if let Some(answer) = slice(left.min(POLL_SLICE)) {
+            return answer;
+        }
+    }
+}
+
 /// Why a remote call failed.
 #[derive(Debug)]
 pub enum RemoteError {

@@ -55,7 +55,7 @@ fn segment_create(
     let table = table::require_tag_table();
     // Why look first: a unique violation caught in the INSERT would leave the transaction aborted.
     // Two sessions creating the same tag at once: the second gets 23505.
-    let deadline_ms = crate::clock::monotonic_millis() + crate::settings::config().segments.wait_timeout_ms as i64;
+    let deadline_ms = crate::worker::wait::Deadline::new().ms();
     if table::tag_exists(tag, deadline_ms) {
         errors::raise(
             PgSqlErrorCode::ERRCODE_DUPLICATE_OBJECT,

@@ -157,7 +157,7 @@ fn seq_space_create(
     ];
     // Why look first: a unique violation caught in the INSERT would leave the transaction
     // aborted. Two sessions creating the same space at once: the second gets 23505.
-    let deadline_ms = crate::clock::monotonic_millis() + crate::settings::config().segments.wait_timeout_ms as i64;
+    let deadline_ms = crate::worker::wait::Deadline::new().ms();
     if space_row(space, deadline_ms).is_some() {
         errors::raise(
             PgSqlErrorCode::ERRCODE_DUPLICATE_OBJECT,
@@ -236,42 +236,36 @@ fn seq_space_drop(space: Option<TextBytes>) {
         );
     }
     let (spaces, sections) = require_tables();
-    struct Reset;
-    impl Drop for Reset {
-        fn drop(&mut self) {
-            DROPPING.set(false);
-        }
-    }
-    DROPPING.set(true);
-    let _reset = Reset;
-    // The space's row first: its lock keeps the worker from raising (and inserting) sections of
-    // it until this transaction ends.
-    let delete = Run::Change { events: pg_sys::TRIGGER_TYPE_DELETE };
-    let deleted = run_or_raise(
-        &[("{spaces}", spaces)],
-        delete,
-        "WITH gone AS (DELETE FROM ONLY {spaces} WHERE space OPERATOR(pg_catalog.=) $1 RETURNING space)
-         SELECT pg_catalog.count(*) OPERATOR(pg_catalog.>) 0 FROM gone",
-        |sql| Spi::get_one_with_args::<bool>(sql, &[tables::text_arg(space.0)]),
-    );
-    if deleted != Some(true) {
-        SPACE.unknown(space.0, "It is not in seq_space.", None);
-    }
-    run_or_raise(&[("{sections}", sections)], delete, "DELETE FROM ONLY {sections} WHERE space OPERATOR(pg_catalog.=) $1", |sql| {
-        Spi::run_with_args(sql, &[tables::text_arg(space.0)])
-    });
-    // Its secret, as the tables' owner (as seq_space_create() made it): the space's row went with
-    // the caller's rights.
-    if let Some(secrets) = tables::extension_table_oid(SECRET_TABLE) {
-        run_or_raise(
-            &[("{secrets}", secrets)],
-            Run::ChangeAsOwner { events: pg_sys::TRIGGER_TYPE_DELETE },
-            "DELETE FROM ONLY {secrets} WHERE space OPERATOR(pg_catalog.=) $1",
-            |sql| Spi::run_with_args(sql, &[tables::text_arg(space.0)]),
+    tables::as_own(&DROPPING, || {
+        // The space's row first: its lock keeps the worker from raising (and inserting) sections of
+        // it until this transaction ends.
+        let delete = Run::Change { events: pg_sys::TRIGGER_TYPE_DELETE };
+        let deleted = run_or_raise(
+            &[("{spaces}", spaces)],
+            delete,
+            "WITH gone AS (DELETE FROM ONLY {spaces} WHERE space OPERATOR(pg_catalog.=) $1 RETURNING space)
+             SELECT pg_catalog.count(*) OPERATOR(pg_catalog.>) 0 FROM gone",
+            |sql| Spi::get_one_with_args::<bool>(sql, &[tables::text_arg(space.0)]),
         );
-    }
-    // SAFETY: this backend's database.
-    retire_database(unsafe { pg_sys::MyDatabaseId });
+        if deleted != Some(true) {
+            SPACE.unknown(space.0, "It is not in seq_space.", None);
+        }
+        run_or_raise(&[("{sections}", sections)], delete, "DELETE FROM ONLY {sections} WHERE space OPERATOR(pg_catalog.=) $1", |sql| {
+            Spi::run_with_args(sql, &[tables::text_arg(space.0)])
+        });
+        // Its secret, as the tables' owner (as seq_space_create() made it): the space's row went with
+        // the caller's rights.
+        if let Some(secrets) = tables::extension_table_oid(SECRET_TABLE) {
+            run_or_raise(
+                &[("{secrets}", secrets)],
+                Run::ChangeAsOwner { events: pg_sys::TRIGGER_TYPE_DELETE },
+                "DELETE FROM ONLY {secrets} WHERE space OPERATOR(pg_catalog.=) $1",
+                |sql| Spi::run_with_args(sql, &[tables::text_arg(space.0)]),
+            );
+        }
+        // SAFETY: this backend's database.
+        retire_database(unsafe { pg_sys::MyDatabaseId });
+    })
 }
 
 pgrx::extension_sql!(

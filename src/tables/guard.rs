@@ -243,6 +243,21 @@ pub fn install_analysis_guard() {
     }
 }
 
+/// Runs `f` with `flag` set, and clears it after, also when `f` raises an error: a flag the triggers
+/// of pg_idgen's tables read to tell one of pg_idgen's own statements from others (the worker's
+/// allocations, `seq_space_drop()`'s deletes).
+pub fn as_own<T>(flag: &'static std::thread::LocalKey<std::cell::Cell<bool>>, f: impl FnOnce() -> T) -> T {
+    struct Reset(&'static std::thread::LocalKey<std::cell::Cell<bool>>);
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            self.0.set(false);
+        }
+    }
+    flag.set(true);
+    let _reset = Reset(flag);
+    f()
+}
+
 /// Runs `f` with `search_path = pg_catalog, pg_temp`, as PostgreSQL runs its own internal SQL,
 /// and `session_replication_role` as the statement needs (`Run`): `replica` for an allocation,
 /// `origin` for a caller's change, whatever the session says. Only for pg_idgen's own statements

@@ -49,14 +49,6 @@ pub fn caught_message(error: &pg_sys::panic::CaughtError) -> String {
 
 /// Runs the worker's allocation or raise with the tables' triggers told it is the worker's own.
 pub fn as_allocation<T>(f: impl FnOnce() -> T) -> T {
-    struct Reset;
-    impl Drop for Reset {
-        fn drop(&mut self) {
-            ALLOCATING.set(false);
-        }
-    }
-    ALLOCATING.set(true);
-    let _reset = Reset;
-    f()
+    crate::tables::as_own(&ALLOCATING, f)
 }
 
