@@ -109,12 +109,16 @@ pub fn secret_missing(space: &[u8]) -> ! {
     )
 }
 
+/// The "POSIX" collation's OID, fixed in pg_collation.dat. Why not pg_sys's: PostgreSQL 18's
+/// headers no longer name it.
+const POSIX_COLLATION_OID: pg_sys::Oid = pg_sys::Oid::from_u32(951);
+
 /// Whether texts equal under `collation` are equal bytes. The database's default collation is
 /// deterministic (PostgreSQL allows no other), and so are "C" and "POSIX": answered without a
 /// catalog lookup, which only other collations cost.
 #[inline]
 pub fn is_deterministic(collation: pg_sys::Oid) -> bool {
-    matches!(collation, pg_sys::InvalidOid | pg_sys::DEFAULT_COLLATION_OID | pg_sys::C_COLLATION_OID | pg_sys::POSIX_COLLATION_OID)
+    matches!(collation, pg_sys::InvalidOid | pg_sys::DEFAULT_COLLATION_OID | pg_sys::C_COLLATION_OID | POSIX_COLLATION_OID)
         // SAFETY: a catalog lookup of a collation a column or an expression has.
         || unsafe { pg_sys::get_collation_isdeterministic(collation) }
 }
