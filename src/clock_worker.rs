@@ -3,7 +3,7 @@
 //!
 //! It looks every 100 ms, and at once when a generator that reached the mark sets its latch. It
 //! needs no database connection, so a missing or locked database never holds ids up. It runs
-//! from postmaster start, through recovery and on standbys. Like the segment worker it exits with
+//! from postmaster start, through recovery and on standbys. Like the database worker it exits with
 //! code 1, so the postmaster starts it again a second later.
 
 use std::sync::atomic::Ordering::{self, Relaxed};
