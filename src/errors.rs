@@ -3,8 +3,8 @@
 
 use std::ffi::c_char;
 
-use pgrx::pg_sys::panic::ErrorReport;
 use pgrx::pg_sys;
+use pgrx::pg_sys::panic::ErrorReport;
 use pgrx::prelude::*;
 
 /// Raises an ERROR with a SQLSTATE, and optionally a DETAIL and a HINT.

@@ -42,21 +42,7 @@ const LAYERS: [(&str, &[&str]); 5] = [
     ("the engine of time-based ids and its durable marks; the database worker", &["engine", "mark", "worker"]),
     (
         "families, SQL functions and workers",
-        &[
-            "clock_worker",
-            "compose",
-            "decode",
-            "mask",
-            "migrate",
-            "node",
-            "objectid",
-            "segment",
-            "seq",
-            "snowflake",
-            "status",
-            "text_form",
-            "uuid7",
-        ],
+        &["clock_worker", "compose", "decode", "mask", "migrate", "node", "objectid", "segment", "seq", "snowflake", "status", "text_form", "uuid7"],
     ),
     ("the database worker's services, declared", &["services"]),
 ];
@@ -92,7 +78,11 @@ fn code_of(text: &str) -> String {
 /// `prefix::{a, b::c}`.
 fn paths_after(code: &str, prefix: &str) -> Vec<Vec<String>> {
     let segments = |path: &str| -> Vec<String> {
-        path.trim().split("::").map(|s| s.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect::<String>()).take_while(|s| !s.is_empty()).collect()
+        path.trim()
+            .split("::")
+            .map(|s| s.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect::<String>())
+            .take_while(|s| !s.is_empty())
+            .collect()
     };
     let mut found = Vec::new();
     let marker = format!("{prefix}::");

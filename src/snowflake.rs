@@ -99,9 +99,7 @@ mod tests {
 
     #[pg_test]
     fn snowflake_next_increases_and_carries_this_node() {
-        let ids: Vec<i64> = (0..10_000)
-            .map(|_| Spi::get_one::<i64>("SELECT snowflake_next()").unwrap().unwrap())
-            .collect();
+        let ids: Vec<i64> = (0..10_000).map(|_| Spi::get_one::<i64>("SELECT snowflake_next()").unwrap().unwrap()).collect();
         assert!(ids.windows(2).all(|w| w[0] < w[1]), "ids of one backend strictly increase");
         let node = Spi::get_one::<i32>(&format!("SELECT (id_decode({})).node_id", ids[0])).unwrap();
         assert_eq!(node, Some(7));

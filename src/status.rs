@@ -109,10 +109,7 @@ mod tests {
 
     #[pg_test]
     fn status_reports_the_configuration() {
-        let row = Spi::get_three::<i32, String, i64>(
-            "SELECT node_id, layout, ids_per_second_cap FROM pg_idgen_status()",
-        )
-        .unwrap();
+        let row = Spi::get_three::<i32, String, i64>("SELECT node_id, layout, ids_per_second_cap FROM pg_idgen_status()").unwrap();
         assert_eq!(row, (Some(7), Some("twitter 41/10/12".to_string()), Some(4_096_000)));
     }
 }

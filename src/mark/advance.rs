@@ -8,11 +8,11 @@ use pgrx::prelude::*;
 
 use super::file_format::SNOWFLAKE;
 use super::files::{fail, write_hint, write_record};
+use super::marks;
 use super::record_for;
 use super::start::publish;
 use super::wal::log_to_wal;
 use crate::clock::{self, ClockPair};
-use super::marks;
 use crate::engine::{generators, Generator};
 use crate::families::{Stamp, COUNT as FAMILIES};
 use crate::settings::Config;
@@ -88,7 +88,11 @@ pub fn advance_past(generator: &Generator, stamp: Stamp, function: &str) {
             crate::errors::raise(
                 PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
                 format!("{function}: the new floor is in effect but not yet durable"),
-                Some(format!("The pg_idgen clock worker did not persist a high-water mark past {} within {} s.", clock::format_unix_micros(needed_us), ADVANCE_WAIT_MS / 1000)),
+                Some(format!(
+                    "The pg_idgen clock worker did not persist a high-water mark past {} within {} s.",
+                    clock::format_unix_micros(needed_us),
+                    ADVANCE_WAIT_MS / 1000
+                )),
                 Some("Check that the background worker \"pg_idgen clock\" runs (pg_idgen_status().clock_worker_pid), and call the function again."),
             );
         }
@@ -120,4 +124,3 @@ pub fn save_exact_marks() {
         }
     }
 }
-

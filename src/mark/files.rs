@@ -66,4 +66,3 @@ pub(super) fn damaged_hint() -> String {
         "pg_idgen keeps its high-water mark in {MARK_FILE} and {COPY_FILE} in the data directory. Restore the file from the other copy; if both are damaged, write into {MARK_FILE} a time in Unix microseconds that is later than every id this server made, and remove {COPY_FILE}."
     )
 }
-

@@ -105,4 +105,3 @@ fn record_for(config: &Config, marks_us: [i64; FAMILIES]) -> MarkRecord {
     let made = config.node_id.is_some() || config.lease.is_some() || marks().snowflake_made.load(SeqCst);
     MarkRecord { marks_us, layout: Some(config.layout), node_id: config.node_id, snowflake_made: made }
 }
-

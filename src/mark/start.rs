@@ -9,8 +9,8 @@ use pgrx::prelude::*;
 
 use super::file_format::{FileContent, MarkRecord, FORMAT_LINE, MADE_BY_PG_UPGRADE, SNOWFLAKE};
 use super::files::{damaged_hint, fail, read_copy, write_hint, write_record, write_text, COPY_FILE, MARK_FILE};
-use crate::clock;
 use super::marks;
+use crate::clock;
 use crate::engine::{generators, Generator};
 use crate::families::COUNT as FAMILIES;
 use crate::layout::Layout;
@@ -138,7 +138,11 @@ fn check_layout_change(config: &Config, old: &Layout, mark_us: i64) {
     let first_safe = new.first_tick_at_or_above(old.bound_before(mark_us));
     match first_safe {
         Some(tick) if new.clock().tick_start_us(tick) <= start_us => {
-            log!("pg_idgen: snowflake layout changed from {} to {}; new ids continue above the old ones", old.describe(clock::format_unix_micros), new.describe(clock::format_unix_micros));
+            log!(
+                "pg_idgen: snowflake layout changed from {} to {}; new ids continue above the old ones",
+                old.describe(clock::format_unix_micros),
+                new.describe(clock::format_unix_micros)
+            );
         }
         _ => {
             let changed = changed_settings(old, new);
@@ -152,10 +156,7 @@ fn check_layout_change(config: &Config, old: &Layout, mark_us: i64) {
             });
             ErrorReport::new(
                 PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
-                format!(
-                    "changed {} would make snowflake ids smaller than ids this server already handed out",
-                    names.join(", ")
-                ),
+                format!("changed {} would make snowflake ids smaller than ids this server already handed out", names.join(", ")),
                 "pg_idgen::mark",
             )
             .set_detail(format!(
@@ -225,4 +226,3 @@ pub(super) fn publish(config: &Config, marks_us: [i64; FAMILIES]) {
         marks().durable_us[i].fetch_max(marks_us[i], Relaxed);
     }
 }
-

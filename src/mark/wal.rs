@@ -89,7 +89,12 @@ unsafe extern "C-unwind" fn describe(buf: pg_sys::StringInfo, record: *mut pg_sy
     let text = match unsafe { decode_record(record) } {
         Ok(record) => format!(
             "high-water marks {}{}",
-            REGISTRY.iter().zip(record.marks_us).map(|(family, us)| format!("{} {}", family.key, clock::format_unix_micros(us))).collect::<Vec<_>>().join(", "),
+            REGISTRY
+                .iter()
+                .zip(record.marks_us)
+                .map(|(family, us)| format!("{} {}", family.key, clock::format_unix_micros(us)))
+                .collect::<Vec<_>>()
+                .join(", "),
             record.layout.map(|l| format!("; layout {}", l.describe(clock::format_unix_micros))).unwrap_or_default()
         ),
         Err(what) => format!("unreadable: {what}"),
@@ -123,4 +128,3 @@ pub(super) fn log_to_wal(record: &MarkRecord) {
         pg_sys::XLogFlush(lsn);
     }
 }
-

@@ -184,9 +184,11 @@ impl KeyTables {
     fn remember(&self, versions: &[&Material]) {
         for m in versions {
             let args = [(m.version as i32).into(), m.fingerprint().as_slice().into()];
-            self.run(pg_sys::TRIGGER_TYPE_INSERT, "INSERT INTO {history} (version, fingerprint) VALUES ($1, $2) ON CONFLICT (version) DO NOTHING", |sql| {
-                Spi::run_with_args(sql, &args)
-            });
+            self.run(
+                pg_sys::TRIGGER_TYPE_INSERT,
+                "INSERT INTO {history} (version, fingerprint) VALUES ($1, $2) ON CONFLICT (version) DO NOTHING",
+                |sql| Spi::run_with_args(sql, &args),
+            );
         }
     }
 
@@ -234,7 +236,10 @@ fn id_mask_key_create() -> i32 {
         errors::raise(
             PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
             format!("{} mask key versions are present, one for each digit", present.len()),
-            Some("The text forms name a version by one digit, 1 + (version - 1) mod 9; a new version needs a digit that no version present has.".into()),
+            Some(
+                "The text forms name a version by one digit, 1 + (version - 1) mod 9; a new version needs a digit that no version present has."
+                    .into(),
+            ),
             Some(&format!(
                 "Retire the oldest first: DELETE FROM idgen_internal.mask_key WHERE version = {oldest} (its public numbers then no longer unmask)."
             )),
@@ -333,7 +338,9 @@ fn id_mask_key_import(keys: &str) -> i32 {
     }
     for m in &adding {
         let args = [(m.version as i32).into(), m.aes_key.as_slice().into(), m.check_key.as_slice().into()];
-        tables.run(pg_sys::TRIGGER_TYPE_INSERT, "INSERT INTO {keys} (version, aes_key, check_key) VALUES ($1, $2, $3)", |sql| Spi::run_with_args(sql, &args));
+        tables.run(pg_sys::TRIGGER_TYPE_INSERT, "INSERT INTO {keys} (version, aes_key, check_key) VALUES ($1, $2, $3)", |sql| {
+            Spi::run_with_args(sql, &args)
+        });
     }
     tables.remember(&present.iter().chain(adding.iter().copied()).collect::<Vec<_>>());
     if !adding.is_empty() {

@@ -15,10 +15,10 @@ use pgrx::pg_sys;
 use pgrx::prelude::*;
 
 use super::{boot_micros, node_of, snowflake_generator, Phase};
+use super::{lease as shared_lease, LeaseState};
 use crate::engine::{generators, Generator, Generators};
 use crate::remote::{self, Connection, RemoteError};
 use crate::settings::{self, Config, LeaseConfig};
-use super::{lease as shared_lease, LeaseState};
 
 /// How soon a failed call is tried again.
 const RETRY_AFTER: Duration = Duration::from_secs(1);
@@ -227,8 +227,8 @@ impl LeaseWorker {
                 let max_node_id = self.config.layout.max_node_id().min(i32::MAX as u64 - 1);
                 let wanted_text = wanted.map(|n| n.to_string()).unwrap_or_default();
                 let (max_text, prefer_text) = (max_node_id.to_string(), prefer.to_string());
-                let params =
-                    [&self.holder, &self.holder_name, &self.layout, &wanted_text, &max_text, &ttl, &margin, &before, &prefer_text].map(|p| p.as_bytes());
+                let params = [&self.holder, &self.holder_name, &self.layout, &wanted_text, &max_text, &ttl, &margin, &before, &prefer_text]
+                    .map(|p| p.as_bytes());
                 let rows = connection.query(&sql, &params, deadline, &stop)?;
                 if let Some(row) = rows.first().filter(|row| row[0].is_none()) {
                     // The registry's wait after its start or a reset (see registry.sql).
@@ -241,12 +241,13 @@ impl LeaseWorker {
                         ),
                     });
                 }
-                let parsed = rows.first().and_then(|row| {
-                    Some((row[0].as_deref()?.parse::<u32>().ok()?, row[1].as_deref()?.parse::<i64>().ok()?))
-                });
+                let parsed = rows.first().and_then(|row| Some((row[0].as_deref()?.parse::<u32>().ok()?, row[1].as_deref()?.parse::<i64>().ok()?)));
                 let Some((node_id, floor_us)) = parsed.filter(|&(n, _)| n as u64 <= max_node_id && (prefer || wanted.is_none() || wanted == Some(n)))
                 else {
-                    return Err(RemoteError::Refused { sqlstate: "XX000".into(), message: "the registry's answer is not a node id this server may use".into() });
+                    return Err(RemoteError::Refused {
+                        sqlstate: "XX000".into(),
+                        message: "the registry's answer is not a node id this server may use".into(),
+                    });
                 };
                 lease.previous_node_id.store(-1, SeqCst);
                 // Above every id an earlier holder made (see the module comment of `node`), and

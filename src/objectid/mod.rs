@@ -31,7 +31,6 @@ const GENERATOR: Generator = Generator::fixed(&OBJECTID, OBJECTID_SHAPE);
 // The type, its operators and casts, and the generator's declarations: all plain C functions.
 pgrx::extension_sql_file!("objectid.sql", name = "objectid");
 
-
 /// Argument `n`, an `objectid` (passed by reference: a pointer to its 12 bytes).
 ///
 /// # Safety

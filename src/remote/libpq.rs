@@ -103,7 +103,11 @@ pub fn describe_conninfo(text: &str) -> String {
         .filter(|(keyword, _)| ["host", "hostaddr", "port", "dbname", "service"].contains(&keyword.as_str()))
         .map(|(keyword, value)| format!("{keyword}={value}"))
         .collect();
-    if parts.is_empty() { "(libpq defaults)".into() } else { parts.join(" ") }
+    if parts.is_empty() {
+        "(libpq defaults)".into()
+    } else {
+        parts.join(" ")
+    }
 }
 
 /// The options a connection string sets, in libpq's order, or None when libpq cannot parse it.
@@ -287,8 +291,7 @@ impl Connection {
                         };
                         failure.get_or_insert(RemoteError::Refused {
                             sqlstate: field(PG_DIAG_SQLSTATE).unwrap_or_else(|| "?????".into()),
-                            message: field(PG_DIAG_MESSAGE_PRIMARY)
-                                .unwrap_or_else(|| text_of(PQresultErrorMessage(result)).trim_end().to_string()),
+                            message: field(PG_DIAG_MESSAGE_PRIMARY).unwrap_or_else(|| text_of(PQresultErrorMessage(result)).trim_end().to_string()),
                         });
                     }
                 }
@@ -334,4 +337,3 @@ unsafe fn text_of(text: *const c_char) -> String {
     // SAFETY: per the function's contract.
     unsafe { CStr::from_ptr(text) }.to_string_lossy().into_owned()
 }
-

@@ -54,7 +54,9 @@ static PENDING_LOOK_UPS: std::sync::atomic::AtomicUsize = std::sync::atomic::Ato
 fn look_up(host: &str, deadline: Instant, stop: &dyn Fn() -> bool) -> Result<Vec<String>, RemoteError> {
     use std::net::{SocketAddr, ToSocketAddrs};
     if PENDING_LOOK_UPS.load(SeqCst) >= MAX_PENDING_LOOK_UPS {
-        return Err(RemoteError::Unreachable(format!("could not look up host name \"{host}\": {MAX_PENDING_LOOK_UPS} earlier look-ups have not returned")));
+        return Err(RemoteError::Unreachable(format!(
+            "could not look up host name \"{host}\": {MAX_PENDING_LOOK_UPS} earlier look-ups have not returned"
+        )));
     }
     let (sender, receiver) = std::sync::mpsc::channel();
     let name = host.to_string();
@@ -96,10 +98,11 @@ fn look_up(host: &str, deadline: Instant, stop: &dyn Fn() -> bool) -> Result<Vec
         }
         Ok(Err(e)) => Some(Err(RemoteError::Unreachable(format!("could not translate host name \"{host}\" to address: {e}")))),
         Err(std::sync::mpsc::RecvTimeoutError::Timeout) => None,
-        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => Some(Err(RemoteError::Unreachable(format!("could not look up host name \"{host}\"")))),
+        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+            Some(Err(RemoteError::Unreachable(format!("could not look up host name \"{host}\""))))
+        }
     })
 }
-
 
 #[cfg(test)]
 mod tests {

@@ -75,4 +75,3 @@ impl std::fmt::Display for RemoteError {
 
 /// A row of text values (NULL: None).
 pub type Row = Vec<Option<String>>;
-

@@ -61,4 +61,3 @@ pub fn extension_schema(connection: &Connection, deadline: Instant, stop: &dyn F
         _ => Err(RemoteError::Refused { sqlstate: "42704".into(), message: "extension pg_idgen is not installed in that database".into() }),
     }
 }
-

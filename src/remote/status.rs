@@ -121,4 +121,3 @@ impl RemoteStatus {
         self.message_version.store(version + 2, SeqCst);
     }
 }
-

@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 use pgrx::prelude::*;
 
 use super::next::{block_past_the_end, forget_lookup, lookup, prefetch_offset, wait_for_range};
-use super::slot::{slots, Slot, SLOTS, FREE, LAST_GENERATION, OFFSET_BITS, OFFSET_MASK};
+use super::slot::{slots, Slot, FREE, LAST_GENERATION, OFFSET_BITS, OFFSET_MASK, SLOTS};
 use super::table::TAG;
 use crate::tables::{display, TextBytes};
 use crate::worker::wait::Deadline;

@@ -8,7 +8,7 @@ use std::sync::atomic::Ordering;
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 
-use super::slot::{slots, Slot, SLOTS, DROPPED, FREE, LAST_GENERATION, OFFSET_BITS, OFFSET_MASK, OFFSET_REPAIR_AT};
+use super::slot::{slots, Slot, DROPPED, FREE, LAST_GENERATION, OFFSET_BITS, OFFSET_MASK, OFFSET_REPAIR_AT, SLOTS};
 use super::table::{self, TAG};
 use crate::tables::{display, TextBytes};
 use crate::worker::wait::{self, Awaited, Deadline};
@@ -200,7 +200,9 @@ fn no_range_in_time(tag: &[u8]) {
                     settings::config().segments.wait_timeout_ms,
                     if status.reachable() { "answered the worker's last call" } else { "did not answer the worker's last call" }
                 )),
-                Some("Calls succeed again as soon as the authority gives a range; segment_authority_status() and the server log say why it does not."),
+                Some(
+                    "Calls succeed again as soon as the authority gives a range; segment_authority_status() and the server log say why it does not.",
+                ),
             )
         }
     };

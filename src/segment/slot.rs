@@ -7,9 +7,9 @@ use pgrx::pg_sys;
 
 use crate::seqlock::Seqlock;
 use crate::settings;
+use crate::shmem::{self, CacheLine, SharedSlice};
 use crate::tables::MAX_NAME_LEN;
 use crate::worker::Backoff;
-use crate::shmem::{self, CacheLine, SharedSlice};
 
 pub(super) const OFFSET_BITS: u32 = 32;
 pub(super) const OFFSET_MASK: u64 = (1 << OFFSET_BITS) - 1;

@@ -40,7 +40,6 @@ pub enum Outcome {
     Failed(String),
 }
 
-
 /// A source of ranges for the worker.
 pub trait RangeSource {
     /// The next range of `need.tag`, at least `need.step` numbers long (0: the tag's own step).
@@ -124,7 +123,9 @@ fn allocate_row(table: pg_sys::Oid, tag: &[u8], step: i64, block: i64, nowait: b
     match row {
         // Why check: a trigger on the table could have changed the new max_id under the update.
         Ok((Some(max_id), Some(len), Some(old))) if old.checked_add(len) == Some(max_id) => Ok(Some((max_id, len))),
-        Ok((Some(_), Some(_), Some(_))) => Err("the tag's new max_id is not its old one plus the range: something changed it under the update".into()),
+        Ok((Some(_), Some(_), Some(_))) => {
+            Err("the tag's new max_id is not its old one plus the range: something changed it under the update".into())
+        }
         _ => Ok(None),
     }
 }
@@ -135,7 +136,16 @@ fn allocate_row(table: pg_sys::Oid, tag: &[u8], step: i64, block: i64, nowait: b
 fn set_parameter(name: &std::ffi::CStr, value: &std::ffi::CStr, action: pg_sys::GucAction::Type) {
     // SAFETY: sets a parameter; both are C strings.
     unsafe {
-        pg_sys::set_config_option(name.as_ptr(), value.as_ptr(), pg_sys::GucContext::PGC_SUSET, pg_sys::GucSource::PGC_S_SESSION, action, true, 0, false);
+        pg_sys::set_config_option(
+            name.as_ptr(),
+            value.as_ptr(),
+            pg_sys::GucContext::PGC_SUSET,
+            pg_sys::GucSource::PGC_S_SESSION,
+            action,
+            true,
+            0,
+            false,
+        );
     }
 }
 

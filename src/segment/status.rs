@@ -5,7 +5,7 @@ use std::sync::atomic::Ordering;
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 
-use super::slot::{slots, SLOTS, HISTORY, OFFSET_BITS, OFFSET_MASK};
+use super::slot::{slots, HISTORY, OFFSET_BITS, OFFSET_MASK, SLOTS};
 use crate::tables::TextOut;
 use crate::{clock, shmem};
 

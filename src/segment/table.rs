@@ -13,8 +13,8 @@ use pgrx::prelude::*;
 
 use super::slot::{retire_database, retire_tag};
 use crate::c_function::c_functions;
-use crate::{errors, worker};
 use crate::tables::{self, display, extension_table_oid, with_row, Name, Owner, Row};
+use crate::{errors, worker};
 
 pgrx::extension_sql_file!("table.sql", name = "segment_table");
 
@@ -129,5 +129,3 @@ pub(super) const TAG: Name = Name { kind: "segment tag", called: "A tag" };
 
 /// The hint for a tag that a call needs and that does not exist here.
 pub(super) const CREATE_TAG: &str = "Create it with segment_create(tag).";
-
-

@@ -5,8 +5,8 @@ use pgrx::pg_sys;
 use pgrx::prelude::*;
 
 use super::table::{self, TAG};
-use crate::tables::{self, display, TextBytes};
 use crate::errors;
+use crate::tables::{self, display, TextBytes};
 
 #[pg_extern(volatile)]
 /// Creates a segment tag whose first number is `start`. Needs INSERT on the tag table.
@@ -17,12 +17,7 @@ fn segment_create(
     description: default!(Option<TextBytes>, "NULL"),
 ) {
     let (Some(tag), Some(start), Some(step)) = (tag, start, step) else {
-        errors::raise(
-            PgSqlErrorCode::ERRCODE_NULL_VALUE_NOT_ALLOWED,
-            "segment_create: tag, start and step must not be NULL".into(),
-            None,
-            None,
-        )
+        errors::raise(PgSqlErrorCode::ERRCODE_NULL_VALUE_NOT_ALLOWED, "segment_create: tag, start and step must not be NULL".into(), None, None)
     };
     let tag = tag.0;
     TAG.check(tag);
@@ -69,9 +64,12 @@ fn segment_create(
         None => pgrx::datum::DatumWithOid::null_oid(pg_sys::TEXTOID),
     };
     let args = [tables::text_arg(tag), (start - 1).into(), step.into(), description];
-    table::run_on_tag_table(table, tables::Run::Change { events: pg_sys::TRIGGER_TYPE_INSERT }, "INSERT INTO {table} (tag, max_id, step, description) VALUES ($1, $2, $3, $4)", |sql| {
-        Spi::run_with_args(sql, &args)
-    })
+    table::run_on_tag_table(
+        table,
+        tables::Run::Change { events: pg_sys::TRIGGER_TYPE_INSERT },
+        "INSERT INTO {table} (tag, max_id, step, description) VALUES ($1, $2, $3, $4)",
+        |sql| Spi::run_with_args(sql, &args),
+    )
     .unwrap_or_else(|message| errors::raise(PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE, message, None, None))
     .unwrap_or_else(|e| panic!("{e}"));
 }
@@ -85,9 +83,12 @@ fn segment_drop(tag: Option<TextBytes>) {
     };
     TAG.check(tag.0);
     let table = table::require_tag_table();
-    let deleted = table::run_on_tag_table(table, tables::Run::Change { events: pg_sys::TRIGGER_TYPE_DELETE }, "DELETE FROM ONLY {table} WHERE tag OPERATOR(pg_catalog.=) $1 RETURNING true", |sql| {
-        Spi::get_one_with_args::<bool>(sql, &[tables::text_arg(tag.0)])
-    })
+    let deleted = table::run_on_tag_table(
+        table,
+        tables::Run::Change { events: pg_sys::TRIGGER_TYPE_DELETE },
+        "DELETE FROM ONLY {table} WHERE tag OPERATOR(pg_catalog.=) $1 RETURNING true",
+        |sql| Spi::get_one_with_args::<bool>(sql, &[tables::text_arg(tag.0)]),
+    )
     .unwrap_or_else(|message| errors::raise(PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE, message, None, None));
     if !matches!(deleted, Ok(Some(true))) {
         TAG.unknown(tag.0, "It is not in the tag table.", None);

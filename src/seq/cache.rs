@@ -42,7 +42,6 @@ fn counted(state: u32) -> Counted {
     }
 }
 
-
 /// Which section a cache entry holds. Why the space's hash (of its name, and of a keyed space's
 /// secret: `TextKeys::space_hash`) and the section size besides the id: ids can be given again (an
 /// extension created anew starts them from 1; a table owner can insert one), and a backend that
@@ -298,7 +297,12 @@ fn tag_of_way(way: usize) -> &'static AtomicU64 {
 
 /// A section's tag: never 0.
 fn tag_of(id: SectionId) -> u64 {
-    splitmix64((u64::from(id.database) << 32 | u64::from(id.space_id)) ^ id.space_hash.rotate_left(17) ^ u64::from(id.section_keys) ^ (id.section as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)) | 1
+    splitmix64(
+        (u64::from(id.database) << 32 | u64::from(id.space_id))
+            ^ id.space_hash.rotate_left(17)
+            ^ u64::from(id.section_keys)
+            ^ (id.section as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
+    ) | 1
 }
 
 /// The sections section `id` may live in (its set), each with its tag.
@@ -320,7 +324,12 @@ fn set_of(id: SectionId) -> impl Iterator<Item = (usize, &'static AtomicU64)> {
 fn set_index(id: SectionId, sets: usize) -> usize {
     let sets = sets as i64;
     let (run, place) = (id.section.div_euclid(sets), id.section.rem_euclid(sets));
-    let start = splitmix64((u64::from(id.database) << 32 | u64::from(id.space_id)) ^ id.space_hash ^ u64::from(id.section_keys) ^ (run as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)) % sets as u64;
+    let start = splitmix64(
+        (u64::from(id.database) << 32 | u64::from(id.space_id))
+            ^ id.space_hash
+            ^ u64::from(id.section_keys)
+            ^ (run as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
+    ) % sets as u64;
     // start + place < 2 × sets: a subtraction where a second modulo would divide.
     let set = start + place as u64;
     (if set >= sets as u64 { set - sets as u64 } else { set }) as usize
@@ -336,7 +345,6 @@ pub fn hash_bytes(bytes: &[u8]) -> u64 {
     }
     splitmix64(h)
 }
-
 
 /// A section found: its way (index in the cache), its state and the version it was found under.
 #[derive(Clone, Copy)]
@@ -461,7 +469,6 @@ pub fn retire_database(database: pg_sys::Oid) {
     // SAFETY: the condition variable lives in shared memory.
     worker::notify_published();
 }
-
 
 #[cfg(test)]
 mod tests {

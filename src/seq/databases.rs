@@ -261,7 +261,9 @@ mod tests {
                 expected.sort();
                 assert_eq!(listed, expected, "step {step}: database {database}'s list");
                 let count = |s| model.iter().filter(|m| **m == Some((database, s))).count() as u32;
-                let counts = table.entry(database).map_or((0, 0), |e| (e.ready.load(std::sync::atomic::Ordering::Relaxed), e.loading.load(std::sync::atomic::Ordering::Relaxed)));
+                let counts = table
+                    .entry(database)
+                    .map_or((0, 0), |e| (e.ready.load(std::sync::atomic::Ordering::Relaxed), e.loading.load(std::sync::atomic::Ordering::Relaxed)));
                 assert_eq!(counts, (count(Counted::Ready), count(Counted::Loading)), "step {step}: database {database}'s counts");
                 assert_eq!(table.entry(database).is_some(), !expected.is_empty(), "step {step}: database {database} has an entry");
             }

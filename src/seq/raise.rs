@@ -155,7 +155,8 @@ fn raise_row(spaces: pg_sys::Oid, sections: pg_sys::Oid, need: &Need) -> Result<
          ON CONFLICT DO NOTHING
       RETURNING 0::pg_catalog.int8, t.max_seq";
     let tables = [("{sections}", sections), ("{spaces}", spaces)];
-    let args = || [(need.space_id as i32).into(), need.section.into(), need.raise.into(), tables::text_arg(&need.space), (need.section_keys as i32).into()];
+    let args =
+        || [(need.space_id as i32).into(), need.section.into(), need.raise.into(), tables::text_arg(&need.space), (need.section_keys as i32).into()];
     let run = |statement: &str| {
         tables::run_on_tables(&tables, tables::Run::Allocation, statement, |sql| {
             worker::as_allocation(|| Spi::get_two_with_args::<i64, i64>(sql, &args()))
@@ -163,11 +164,11 @@ fn raise_row(spaces: pg_sys::Oid, sections: pg_sys::Oid, need: &Need) -> Result<
     };
     let checked = |row: Result<(Option<i64>, Option<i64>), pgrx::spi::SpiError>| {
         match row {
-        // Why check: a trigger could have changed the new max_seq under the statement.
-        Ok((Some(old), Some(new))) if (new > old || old == i64::MAX) && new > 0 => Some(Ok(Outcome::Raised(old, new))),
-        Ok((Some(_), Some(_))) => Some(Err("the section's new max_seq is not above its old one: something changed it under the raise".into())),
-        _ => None,
-    }
+            // Why check: a trigger could have changed the new max_seq under the statement.
+            Ok((Some(old), Some(new))) if (new > old || old == i64::MAX) && new > 0 => Some(Ok(Outcome::Raised(old, new))),
+            Ok((Some(_), Some(_))) => Some(Err("the section's new max_seq is not above its old one: something changed it under the raise".into())),
+            _ => None,
+        }
     };
     if let Some(outcome) = checked(run(RAISE)?) {
         return outcome;

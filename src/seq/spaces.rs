@@ -38,7 +38,6 @@ pub const SPACE: Name = Name { kind: "sequence space", called: "A space name" };
 /// The hint for a space that a call needs and that does not exist here.
 pub const CREATE_SPACE: &str = "Create it with seq_space_create(space).";
 
-
 /// Whether the space's row is one this transaction inserted and has not committed.
 pub fn space_inserted_here(space: &[u8], deadline_ms: i64) -> bool {
     let what = || format!("sequence space \"{}\": the space table is locked", display(space));
@@ -49,26 +48,14 @@ pub fn space_inserted_here(space: &[u8], deadline_ms: i64) -> bool {
 /// transactions), and its secret's if it is keyed. Waits for a locked table until `deadline_ms`,
 /// then raises 55P03.
 pub fn space_row(space: &[u8], deadline_ms: i64) -> Option<Space> {
-    let what = || {
-        format!(
-            "sequence space \"{}\": the space table is locked",
-            display(space)
-        )
-    };
-    let (id, section_keys, hash) = tables::with_row(
-        SPACE_TABLE,
-        c"space",
-        space,
-        deadline_ms,
-        &what,
-        |relation, tuple| {
-            // SAFETY: the tuple is the open relation's, valid while `read` runs.
-            let row = unsafe { Row::new(relation, tuple, Owner::Table("seq_space")) };
-            let int = |name: &CStr| row.int(name).unwrap_or(0);
-            // A table without text_key_hash is one of pg_idgen's SQL before 0.9.0.
-            (int(c"id") as u32, int(c"section_keys") as u32, row.optional_text(c"text_key_hash"))
-        },
-    )?;
+    let what = || format!("sequence space \"{}\": the space table is locked", display(space));
+    let (id, section_keys, hash) = tables::with_row(SPACE_TABLE, c"space", space, deadline_ms, &what, |relation, tuple| {
+        // SAFETY: the tuple is the open relation's, valid while `read` runs.
+        let row = unsafe { Row::new(relation, tuple, Owner::Table("seq_space")) };
+        let int = |name: &CStr| row.int(name).unwrap_or(0);
+        // A table without text_key_hash is one of pg_idgen's SQL before 0.9.0.
+        (int(c"id") as u32, int(c"section_keys") as u32, row.optional_text(c"text_key_hash"))
+    })?;
     let text_keys = TextKeys::of_row(space, hash.as_deref(), || secret_row(space, deadline_ms));
     Some(Space { id, section_keys, hash: text_keys.space_hash(space), text_keys })
 }
@@ -84,8 +71,6 @@ fn secret_row(space: &[u8], deadline_ms: i64) -> Option<[u8; SECRET_LEN]> {
     })
     .flatten()
 }
-
-
 
 fn require_tables() -> (pg_sys::Oid, pg_sys::Oid) {
     match (tables::extension_table_oid(SPACE_TABLE), tables::extension_table_oid(SECTION_TABLE)) {
@@ -120,27 +105,16 @@ fn seq_space_create(
     if step < 1 {
         errors::raise(
             PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
-            format!(
-                "invalid step {step} for sequence space \"{}\"",
-                display(space)
-            ),
-            Some(
-                "The step is how far the worker raises a section's maximum at least: 1 or more."
-                    .into(),
-            ),
+            format!("invalid step {step} for sequence space \"{}\"", display(space)),
+            Some("The step is how far the worker raises a section's maximum at least: 1 or more.".into()),
             None,
         )
     }
     if !(1..=MAX_SECTION_KEYS as i32).contains(&section_keys) {
         errors::raise(
             PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
-            format!(
-                "invalid section_keys {section_keys} for sequence space \"{}\"",
-                display(space)
-            ),
-            Some(format!(
-                "A section holds 1 to {MAX_SECTION_KEYS} neighbouring keys."
-            )),
+            format!("invalid section_keys {section_keys} for sequence space \"{}\"", display(space)),
+            Some(format!("A section holds 1 to {MAX_SECTION_KEYS} neighbouring keys.")),
             None,
         )
     }
@@ -149,12 +123,7 @@ fn seq_space_create(
         Some(text) => tables::text_arg(text.0),
         None => pgrx::datum::DatumWithOid::null_oid(pg_sys::TEXTOID),
     };
-    let args = [
-        tables::text_arg(space),
-        step.into(),
-        section_keys.into(),
-        description,
-    ];
+    let args = [tables::text_arg(space), step.into(), section_keys.into(), description];
     // Why look first: a unique violation caught in the INSERT would leave the transaction
     // aborted. Two sessions creating the same space at once: the second gets 23505.
     let deadline_ms = crate::worker::wait::Deadline::new().ms();
@@ -215,12 +184,7 @@ std::thread_local! {
 /// on seq_space and seq_section.
 fn seq_space_drop(space: Option<TextBytes>) {
     let Some(space) = space else {
-        errors::raise(
-            PgSqlErrorCode::ERRCODE_NULL_VALUE_NOT_ALLOWED,
-            "seq_space_drop: space must not be NULL".into(),
-            None,
-            None,
-        )
+        errors::raise(PgSqlErrorCode::ERRCODE_NULL_VALUE_NOT_ALLOWED, "seq_space_drop: space must not be NULL".into(), None, None)
     };
     SPACE.check(space.0);
     // Why: under REPEATABLE READ the DELETE of the sections would not see a section the worker
@@ -302,12 +266,7 @@ fn retire_for_this_statement() {
 
 #[cold]
 fn refuse(message: String, detail: &str, hint: &str) -> ! {
-    errors::raise(
-        PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
-        message,
-        Some(detail.into()),
-        Some(hint),
-    )
+    errors::raise(PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE, message, Some(detail.into()), Some(hint))
 }
 
 /// The trigger reads the tables' own columns, and nothing else: a table without one of them is

@@ -6,10 +6,10 @@ use pgrx::pg_sys;
 use pgrx::prelude::*;
 
 use super::cache::{header, sections, CACHE};
-use super::{databases, served};
 use super::spaces::SECTION_TABLE;
-use crate::tables;
+use super::{databases, served};
 use crate::shmem;
+use crate::tables;
 
 #[pg_extern(volatile, parallel_safe)]
 /// One row: the cache's size, this database's cached sections, the server's counters, and this
@@ -64,19 +64,8 @@ fn persisted_sections() -> i64 {
     // closed before returning.
     unsafe {
         let relation = pg_sys::table_open(oid, pg_sys::AccessShareLock as i32);
-        let snapshot = if pg_sys::ActiveSnapshotSet() {
-            pg_sys::GetActiveSnapshot()
-        } else {
-            pg_sys::GetTransactionSnapshot()
-        };
-        let scan = pg_sys::systable_beginscan(
-            relation,
-            pg_sys::InvalidOid,
-            false,
-            snapshot,
-            0,
-            std::ptr::null_mut(),
-        );
+        let snapshot = if pg_sys::ActiveSnapshotSet() { pg_sys::GetActiveSnapshot() } else { pg_sys::GetTransactionSnapshot() };
+        let scan = pg_sys::systable_beginscan(relation, pg_sys::InvalidOid, false, snapshot, 0, std::ptr::null_mut());
         let mut rows = 0;
         while !pg_sys::systable_getnext(scan).is_null() {
             rows += 1;

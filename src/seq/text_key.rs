@@ -132,7 +132,11 @@ pub fn collation_name(collation: pg_sys::Oid) -> Vec<u8> {
     // SAFETY: the collation exists (a column or an expression has it); the name is palloc'd.
     unsafe {
         let name = pg_sys::get_collation_name(collation);
-        if name.is_null() { collation.to_u32().to_string().into_bytes() } else { std::ffi::CStr::from_ptr(name).to_bytes().to_vec() }
+        if name.is_null() {
+            collation.to_u32().to_string().into_bytes()
+        } else {
+            std::ffi::CStr::from_ptr(name).to_bytes().to_vec()
+        }
     }
 }
 
@@ -150,7 +154,9 @@ fn refuse_argument(collation: pg_sys::Oid, function: &str) -> ! {
         PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
         format!("{function}: a text key cannot have the nondeterministic collation \"{}\"", display(&collation_name(collation))),
         Some(NONDETERMINISTIC.into()),
-        Some("Pass the key as key COLLATE \"C\" (every spelling then has a counter of its own), or normalise it first, e.g. lower(key) COLLATE \"C\"."),
+        Some(
+            "Pass the key as key COLLATE \"C\" (every spelling then has a counter of its own), or normalise it first, e.g. lower(key) COLLATE \"C\".",
+        ),
     )
 }
 

@@ -44,7 +44,6 @@ pub(super) static NODE_LEASE_MARGIN: GucSetting<i32> = GucSetting::<i32>::new(10
 pub(super) static NODE_LEASE_MAX_LEAD: GucSetting<i32> = GucSetting::<i32>::new(30_000);
 pub(super) static REMOTE_TIMEOUT: GucSetting<i32> = GucSetting::<i32>::new(5_000);
 
-
 /// An integer setting: its name, value, description, unit and the values it may take.
 pub(super) struct IntSetting {
     pub(super) name: &'static CStr,
@@ -270,7 +269,17 @@ pub(super) fn define(preloading: bool) {
         // SAFETY: the settings are statics, and the hooks never unwind into PostgreSQL.
         unsafe {
             GucRegistry::define_int_guc_with_hooks(
-                s.name, s.short, c"", s.setting, s.range.min, s.range.max, context(), s.flags, Some(check), None, None,
+                s.name,
+                s.short,
+                c"",
+                s.setting,
+                s.range.min,
+                s.range.max,
+                context(),
+                s.flags,
+                Some(check),
+                None,
+                None,
             )
         };
     }
@@ -368,12 +377,8 @@ pub(super) fn refuse_unknown_names() {
     };
     if let Some(name) = unknown {
         let source = CString::new(name.as_str()).map(|n| source_of(&n)).unwrap_or_else(|_| "postgresql.conf".into());
-        let known: Vec<String> = INT_SETTINGS
-            .iter()
-            .map(|s| s.name)
-            .chain(STRING_SETTINGS.iter().map(|s| s.name))
-            .map(|n| n.to_string_lossy().into_owned())
-            .collect();
+        let known: Vec<String> =
+            INT_SETTINGS.iter().map(|s| s.name).chain(STRING_SETTINGS.iter().map(|s| s.name)).map(|n| n.to_string_lossy().into_owned()).collect();
         ErrorReport::new(PgSqlErrorCode::ERRCODE_UNDEFINED_OBJECT, format!("unrecognized configuration parameter \"{name}\""), "pg_idgen::settings")
             .set_detail(format!("pg_idgen's settings are {}.", known.join(", ")))
             .set_hint(format!("Correct the name in {source} and start the server again."))
@@ -385,11 +390,12 @@ pub(super) fn refuse_unknown_names() {
 /// postgresql.auto.conf), or "postgresql.conf" when PostgreSQL did not note it.
 pub(super) fn source_of(name: &CStr) -> String {
     // SAFETY: as in refuse_unknown_names; the strings are the GUC machinery's, copied before use.
-    let found = unsafe {
-        guc_variables().iter().map(|&v| &*v).find(|v| CStr::from_ptr(v.name).to_bytes().eq_ignore_ascii_case(name.to_bytes())).and_then(|v| {
-            (!v.sourcefile.is_null()).then(|| format!("{} (line {})", CStr::from_ptr(v.sourcefile).to_string_lossy(), v.sourceline))
-        })
-    };
+    let found =
+        unsafe {
+            guc_variables().iter().map(|&v| &*v).find(|v| CStr::from_ptr(v.name).to_bytes().eq_ignore_ascii_case(name.to_bytes())).and_then(|v| {
+                (!v.sourcefile.is_null()).then(|| format!("{} (line {})", CStr::from_ptr(v.sourcefile).to_string_lossy(), v.sourceline))
+            })
+        };
     found.unwrap_or_else(|| "postgresql.conf".into())
 }
 
@@ -425,7 +431,6 @@ pub(super) fn raw_setting(name: &CStr) -> Option<String> {
     // SAFETY: non-null, so a C string of the GUC machinery's, read before anything can change it.
     (!value.is_null()).then(|| unsafe { CStr::from_ptr(value) }.to_string_lossy().into_owned())
 }
-
 
 /// The epoch as an absolute instant (Unix µs). Without a UTC offset it is read as UTC, and dates
 /// are read year first (ISO), whatever the session's `timezone` and `DateStyle`: `ALTER SYSTEM`

@@ -26,16 +26,15 @@ pub fn extension_table_oid(name: &CStr) -> Option<pg_sys::Oid> {
         let depend = pg_sys::table_open(pg_sys::Oid::from(DEPEND_RELATION_ID), pg_sys::AccessShareLock as i32);
         let mut keys = [pg_sys::ScanKeyData::default(); 2];
         // Attributes of pg_depend: 1 classid, 2 objid, 4 refclassid, 5 refobjid, 7 deptype.
-        pg_sys::ScanKeyInit(&mut keys[0], 4, pg_sys::BTEqualStrategyNumber as u16, pg_sys::Oid::from(pg_sys::F_OIDEQ), pg_sys::ExtensionRelationId.into());
-        pg_sys::ScanKeyInit(&mut keys[1], 5, pg_sys::BTEqualStrategyNumber as u16, pg_sys::Oid::from(pg_sys::F_OIDEQ), extension.into());
-        let scan = pg_sys::systable_beginscan(
-            depend,
-            pg_sys::Oid::from(DEPEND_REFERENCE_INDEX_ID),
-            true,
-            std::ptr::null_mut(),
-            2,
-            keys.as_mut_ptr(),
+        pg_sys::ScanKeyInit(
+            &mut keys[0],
+            4,
+            pg_sys::BTEqualStrategyNumber as u16,
+            pg_sys::Oid::from(pg_sys::F_OIDEQ),
+            pg_sys::ExtensionRelationId.into(),
         );
+        pg_sys::ScanKeyInit(&mut keys[1], 5, pg_sys::BTEqualStrategyNumber as u16, pg_sys::Oid::from(pg_sys::F_OIDEQ), extension.into());
+        let scan = pg_sys::systable_beginscan(depend, pg_sys::Oid::from(DEPEND_REFERENCE_INDEX_ID), true, std::ptr::null_mut(), 2, keys.as_mut_ptr());
         let mut found = None;
         loop {
             let tuple = pg_sys::systable_getnext(scan);
@@ -44,7 +43,8 @@ pub fn extension_table_oid(name: &CStr) -> Option<pg_sys::Oid> {
             }
             // pg_depend has no NULL in these columns, and their numbers are fixed.
             let row = Row::new(depend, tuple, Owner::Table("pg_depend"));
-            let (classid, objid, deptype) = (row.oid_at(1).unwrap_or_default(), row.oid_at(2).unwrap_or_default(), row.char_at(7).unwrap_or_default());
+            let (classid, objid, deptype) =
+                (row.oid_at(1).unwrap_or_default(), row.oid_at(2).unwrap_or_default(), row.char_at(7).unwrap_or_default());
             if classid == pg_sys::RelationRelationId && deptype == b'e' {
                 let relation_name = pg_sys::get_rel_name(objid);
                 if !relation_name.is_null() && CStr::from_ptr(relation_name) == name {
@@ -72,9 +72,10 @@ pub fn qualified_name(table: pg_sys::Oid) -> Result<String, String> {
             return Err("pg_idgen's table was dropped".into());
         }
         let quoted = CStr::from_ptr(pg_sys::quote_qualified_identifier(schema, name));
-        quoted.to_str().map(str::to_string).map_err(|_| {
-            format!("pg_idgen's table name {} is not UTF-8 text, which pg_idgen's SQL cannot name", display(quoted.to_bytes()))
-        })
+        quoted
+            .to_str()
+            .map(str::to_string)
+            .map_err(|_| format!("pg_idgen's table name {} is not UTF-8 text, which pg_idgen's SQL cannot name", display(quoted.to_bytes())))
     }
 }
 
@@ -181,4 +182,3 @@ unsafe fn primary_key_index(relation: pg_sys::Relation) -> pg_sys::Oid {
         return pg_sys::RelationGetPrimaryKeyIndex(relation, false);
     }
 }
-

@@ -51,7 +51,8 @@ pub fn run_on_tables<T>(tables: &[(&str, pg_sys::Oid)], how: Run, statement: &st
             GUARDED.with(|g| *g.borrow_mut() = self.0.take());
         }
     }
-    let names = tables.iter().map(|(placeholder, table)| Ok((*placeholder, super::catalog::qualified_name(*table)?))).collect::<Result<Vec<_>, String>>()?;
+    let names =
+        tables.iter().map(|(placeholder, table)| Ok((*placeholder, super::catalog::qualified_name(*table)?))).collect::<Result<Vec<_>, String>>()?;
     let sql = fill_placeholders(statement, &names);
     let text = std::ffi::CString::new(sql.clone()).map_err(|_| "the statement holds a NUL byte".to_string())?;
     let oids: Vec<pg_sys::Oid> = tables.iter().map(|(_, table)| *table).collect();
@@ -91,7 +92,8 @@ fn refuse_triggers_not_vouched_for(table: pg_sys::Oid, events: u32) {
                 && (t.tgtype as u32) & events != 0
                 && !(extension != pg_sys::InvalidOid && pg_sys::getExtensionOfObject(pg_sys::ProcedureRelationId, t.tgfoid) == extension)
         });
-        let found = unvouched.map(|t| (CStr::from_ptr(t.tgname).to_string_lossy().into_owned(), display(CStr::from_ptr(pg_sys::get_rel_name(table)).to_bytes())));
+        let found = unvouched
+            .map(|t| (CStr::from_ptr(t.tgname).to_string_lossy().into_owned(), display(CStr::from_ptr(pg_sys::get_rel_name(table)).to_bytes())));
         pg_sys::table_close(relation, pg_sys::NoLock as i32);
         if let Some((trigger, table)) = found {
             errors::raise(
@@ -140,7 +142,6 @@ fn as_role<T>(role: Option<pg_sys::Oid>, f: impl FnOnce() -> T) -> T {
     f()
 }
 
-
 /// The statement with each placeholder replaced by its name, in one pass over the statement: a
 /// name that holds another placeholder's text (a schema may be called "{table}") stays as it is.
 fn fill_placeholders(statement: &str, names: &[(&str, String)]) -> String {
@@ -169,11 +170,7 @@ static PREVIOUS_POST_PARSE_ANALYZE_HOOK: std::sync::OnceLock<pg_sys::post_parse_
 /// Checks, after parse analysis, that pg_idgen's own statement names no relation but the tag
 /// table (see the module note). Other statements pass untouched.
 #[pg_guard]
-unsafe extern "C-unwind" fn check_analyzed_statement(
-    pstate: *mut pg_sys::ParseState,
-    query: *mut pg_sys::Query,
-    jstate: *mut pg_sys::JumbleState,
-) {
+unsafe extern "C-unwind" fn check_analyzed_statement(pstate: *mut pg_sys::ParseState, query: *mut pg_sys::Query, jstate: *mut pg_sys::JumbleState) {
     // SAFETY: the previous hook gets PostgreSQL's own arguments, behind the FFI guard; the parse
     // state and query are valid during the call.
     unsafe {
@@ -184,13 +181,17 @@ unsafe extern "C-unwind" fn check_analyzed_statement(
         if source.is_null() {
             return;
         }
-        let expected = GUARDED.with(|g| g.borrow().as_ref().filter(|(_, text)| text.as_c_str() == CStr::from_ptr(source)).map(|(oids, _)| oids.clone()));
+        let expected =
+            GUARDED.with(|g| g.borrow().as_ref().filter(|(_, text)| text.as_c_str() == CStr::from_ptr(source)).map(|(oids, _)| oids.clone()));
         if let Some(tables) = expected {
             if let Some(other) = relation_other_than(query, &tables) {
                 errors::raise(
                     PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
                     format!("pg_idgen's statement on its own tables names another relation (OID {})", other.to_u32()),
-                    Some("A schema was renamed or created meanwhile, so the table's name now means another relation; the statement did not run.".into()),
+                    Some(
+                        "A schema was renamed or created meanwhile, so the table's name now means another relation; the statement did not run."
+                            .into(),
+                    ),
                     Some("Look for schemas that are being renamed in this database."),
                 );
             }
@@ -300,13 +301,16 @@ mod tests {
     #[pg_test]
     #[should_panic(expected = "names another relation")]
     fn a_statement_naming_another_relation_is_refused() {
-        Spi::run("CREATE SCHEMA guard_a; CREATE TABLE guard_a.segment_tag (tag text); CREATE SCHEMA guard_b; CREATE TABLE guard_b.segment_tag (tag text)")
-            .unwrap();
+        Spi::run(
+            "CREATE SCHEMA guard_a; CREATE TABLE guard_a.segment_tag (tag text); CREATE SCHEMA guard_b; CREATE TABLE guard_b.segment_tag (tag text)",
+        )
+        .unwrap();
         let table = Spi::get_one::<pg_sys::Oid>("SELECT 'guard_a.segment_tag'::regclass::oid").unwrap().unwrap();
         // {table} is guard_a's name; the text names guard_b's, as a schema swap would make it.
-        let _ = super::run_on_tables(&[("{table}", table)], super::Run::Allocation, "SELECT count(*) FROM guard_b.segment_tag /* {table} */", |sql| {
-            Spi::get_one::<i64>(sql)
-        });
+        let _ =
+            super::run_on_tables(&[("{table}", table)], super::Run::Allocation, "SELECT count(*) FROM guard_b.segment_tag /* {table} */", |sql| {
+                Spi::get_one::<i64>(sql)
+            });
     }
 
     /// A schema named like a placeholder is not substituted again.
@@ -324,4 +328,3 @@ mod tests {
         assert_eq!(count, Ok(Some(0)));
     }
 }
-

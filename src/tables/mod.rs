@@ -25,7 +25,6 @@
 //! `text`: tags and names as bytes, in arguments, results and messages, and their check; `tuple`:
 //! a row's columns read by name and type.
 
-
 mod catalog;
 mod guard;
 mod text;

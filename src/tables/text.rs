@@ -127,4 +127,3 @@ pub fn text_arg(bytes: &[u8]) -> pgrx::datum::DatumWithOid<'_> {
     // SAFETY: the bytes are a valid text value in the database's encoding.
     unsafe { pgrx::datum::DatumWithOid::new(bytes, pg_sys::TEXTOID) }
 }
-

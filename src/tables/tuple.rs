@@ -53,9 +53,12 @@ impl Row {
                     None,
                     None,
                 ),
-                Owner::Table(table) => {
-                    errors::raise(PgSqlErrorCode::ERRCODE_DATA_CORRUPTED, format!("pg_idgen's {table} has no {column} column of its type"), None, None)
-                }
+                Owner::Table(table) => errors::raise(
+                    PgSqlErrorCode::ERRCODE_DATA_CORRUPTED,
+                    format!("pg_idgen's {table} has no {column} column of its type"),
+                    None,
+                    None,
+                ),
             }
         };
         attnum

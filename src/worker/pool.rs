@@ -196,7 +196,9 @@ fn start_database_worker(pool: &Pool, database: u32, now_ms: i64) {
         .load_dynamic();
     if started.is_err() {
         free(argument);
-        START_FAILURE.set(Some("could not start a pg_idgen segment worker for this database: every background worker slot is in use (raise max_worker_processes)"));
+        START_FAILURE.set(Some(
+            "could not start a pg_idgen segment worker for this database: every background worker slot is in use (raise max_worker_processes)",
+        ));
     } else {
         START_FAILURE.set(None);
     }

@@ -64,7 +64,11 @@ pub fn run_for_database(services: &[&dyn Service], argument: pg_sys::Datum) {
         // SAFETY: a catalog lookup, in a transaction; the name is copied before it ends.
         let name = BackgroundWorker::transaction(|| unsafe {
             let name = pg_sys::get_database_name(oid);
-            if name.is_null() { oid.to_string() } else { CStr::from_ptr(name).to_string_lossy().into_owned() }
+            if name.is_null() {
+                oid.to_string()
+            } else {
+                CStr::from_ptr(name).to_string_lossy().into_owned()
+            }
         });
         serve(services, &name, Some(DATABASE_WORKER_IDLE_EXIT));
     }
@@ -171,8 +175,7 @@ pub unsafe fn on_object_access(
         // after the drop's hook has run. No session of a database being created exists yet, so
         // anything cached of its OID is such a leftover. A drop or a creation that is rolled back
         // only costs a gap.
-        if class_id == pg_sys::DatabaseRelationId
-            && matches!(access, pg_sys::ObjectAccessType::OAT_DROP | pg_sys::ObjectAccessType::OAT_POST_CREATE)
+        if class_id == pg_sys::DatabaseRelationId && matches!(access, pg_sys::ObjectAccessType::OAT_DROP | pg_sys::ObjectAccessType::OAT_POST_CREATE)
         {
             retire(object_id);
             pool::stop_for_drop(object_id, access == pg_sys::ObjectAccessType::OAT_DROP);

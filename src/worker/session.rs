@@ -43,4 +43,3 @@ pub(super) fn pin_settings() {
         }
     }
 }
-

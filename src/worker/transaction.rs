@@ -51,4 +51,3 @@ pub fn caught_message(error: &pg_sys::panic::CaughtError) -> String {
 pub fn as_allocation<T>(f: impl FnOnce() -> T) -> T {
     crate::tables::as_own(&ALLOCATING, f)
 }
-
