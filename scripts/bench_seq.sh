@@ -15,8 +15,9 @@
 #      with fsync = on;
 #   g. seq_status() polled beside calls that load cold sections, at a large cache
 #      (scripts/bench_seq_status.sh);
-#   h. instructions per call of seq_next() on the hot key, counted by callgrind (when valgrind is
-#      there): the figure to compare between builds, which times on a shared machine are not.
+#   h. instructions per call of seq_next() on the hot key, and of segment_next() on a tag whose
+#      range holds every call, counted by callgrind (when valgrind is there): the figures to
+#      compare between builds, which times on a shared machine are not.
 # SEQ_KEYS (1000000) and SEQ_KEYS_LARGE (10000000) scale the many-keys runs; N, ROUNDS and
 # PGBENCH_SECONDS the rest. SEQ_PARTS (all: "calls inserts status callgrind") chooses the parts:
 # calls = a-d, inserts = e-f, status = g, callgrind = h.
@@ -251,7 +252,10 @@ fi
 if seq_part callgrind && command -v valgrind >/dev/null; then
     bench_start "${seq_conf[@]}"
     bench_sql -c "CREATE EXTENSION IF NOT EXISTS pg_idgen" \
-        -c "SELECT seq_space_create('bench') WHERE NOT EXISTS (SELECT FROM seq_space WHERE space = 'bench')" >/dev/null
+        -c "SELECT seq_space_create('bench') WHERE NOT EXISTS (SELECT FROM seq_space WHERE space = 'bench')" \
+        -c "SELECT segment_create('bench_1m', step => 1000000) WHERE NOT EXISTS (SELECT FROM segment_tag WHERE tag = 'bench_1m')" >/dev/null
     say "per-key sequences: instructions per call of seq_next() on one hot key (callgrind, 200,000 calls)"
     echo "seq_next('bench', 0): $(instructions_per_call bench "seq_next('bench', 0)" "SELECT seq_next('bench', 0)") instructions per call"
+    say "segments, for comparison: instructions per call of segment_next() within one range of 1,000,000 (callgrind)"
+    echo "segment_next('bench_1m'): $(instructions_per_call bench "segment_next('bench_1m')" "SELECT segment_next('bench_1m')") instructions per call"
 fi

@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # The test suites; exits non-zero if any fails. Run through `./dev test`:
-#   ./dev test                  every part on every supported PostgreSQL: unit, regress, install and
-#                               package on 15, 16, 17 and 18; system on 15 and 18 (the oldest and the
-#                               newest)
+#   ./dev test                  every part on every supported PostgreSQL: lint, unit, regress,
+#                               install and package on 15, 16, 17 and 18; system on 15 and 18 (the
+#                               oldest and the newest)
 #   ./dev test --pg N           every part on PostgreSQL N only
 #   ./dev test [--pg N] PART [FILTER…]   one part (on every version, or on N), narrowed by FILTER;
 #                               a filter that selects nothing fails
+#     lint     `cargo fmt --check` (rustfmt.toml) of the extension and the system tests, and
+#              `cargo clippy -D warnings` of both, the extension for each major of the run (with the
+#              lints of Cargo.toml: every unsafe block states why it is sound)
 #     unit     #[test] and #[pg_test] tests, inside a cluster that cargo-pgrx starts (as postgres);
 #              FILTER: part of a test's name
 #     regress  the pg_regress suite in tests/ against clusters of our own; FILTER: test names
@@ -32,9 +35,9 @@ filters=("${@:2}")
 case "$part" in
 unit | system) [ ${#filters[@]} -le 1 ] || { echo "./dev test $part takes one filter" >&2; exit 2; } ;;
 regress) ;;
-all | install | package) [ ${#filters[@]} -eq 0 ] || { echo "./dev test $part takes no filter" >&2; exit 2; } ;;
+all | lint | install | package) [ ${#filters[@]} -eq 0 ] || { echo "./dev test $part takes no filter" >&2; exit 2; } ;;
 *)
-    echo "unknown test part '$part': one of unit, regress, system, install, package" >&2
+    echo "unknown test part '$part': one of lint, unit, regress, system, install, package" >&2
     exit 2
     ;;
 esac
@@ -80,6 +83,25 @@ note_outcome() {
     local outcome=ok
     [ "$3" -eq 0 ] || { outcome="FAILED (exit $3)"; failed=$3; }
     summary+=("$(printf '%-34s %4d:%02d  %s' "$1" $(($2 / 60)) $(($2 % 60)) "$outcome")")
+}
+
+# lint MAJOR...: the formatting of every Rust file, then clippy with warnings as errors: the
+# extension once per major (what differs between majors is compiled on its own), the system tests
+# once (they do not link PostgreSQL). Nothing here touches an installation or a cluster.
+lint() {
+    cargo fmt --check || return
+    cargo fmt --check --manifest-path pgrx-tests/Cargo.toml || return
+    local major
+    for major in "$@"; do
+        say "clippy, PostgreSQL $major"
+        # Why a subshell: use_pg points the build at MAJOR's pg_config, for this step only.
+        (
+            use_pg "$major"
+            ensure_pg "$major"
+            cargo clippy --no-default-features --features "pg$major pg_test" --all-targets -- -D warnings
+        ) || return
+    done
+    cargo clippy --manifest-path pgrx-tests/Cargo.toml --all-targets -- -D warnings
 }
 
 unit_tests() {
@@ -155,7 +177,7 @@ START_NICENESS=$(nice)
 
 # Why: under `set -o pipefail` (scripts/lib.sh) a pipe into a reader that may exit before its
 # writer has written everything (`grep -q`, `grep -m`, `head`, `tar -t`) fails when the writer gets
-# SIGPIPE, at random: it once failed the package test. The scripts read outputs whole instead
+# SIGPIPE, at random. The scripts read outputs whole instead
 # (into variables, here-strings or files).
 early_exit_readers() {
     local found
@@ -164,6 +186,15 @@ early_exit_readers() {
     [ -z "$found" ] || { echo "pipes into a reader that may exit early:"; echo "$found"; return 1; } >&2
 }
 timed "scripts: no pipe into grep -q, head" early_exit_readers
+
+# Why first and once for every major: it is quick, it needs no cluster, and a run that would fail
+# on a misformatted file or an undocumented unsafe block had better say so before the long parts.
+if [ "$part" = all ] || [ "$part" = lint ]; then
+    lint_versions=("${PG_VERSIONS[@]}")
+    [ -z "$PG_CHOSEN" ] || lint_versions=("$PG_CHOSEN")
+    say "lint: cargo fmt --check; cargo clippy -D warnings on PostgreSQL ${lint_versions[*]}"
+    timed "lint (${lint_versions[*]})" lint "${lint_versions[@]}"
+fi
 
 # Every supported major (PG_VERSIONS); why 18 right after 15: its system tests, the other long part,
 # start early in the background.

@@ -3,7 +3,7 @@
 //!
 //! It looks every 100 ms, and at once when a generator that reached the mark sets its latch. It
 //! needs no database connection, so a missing or locked database never holds ids up. It runs
-//! from postmaster start, through recovery and on standbys. Like the segment worker it exits with
+//! from postmaster start, through recovery and on standbys. Like the database worker it exits with
 //! code 1, so the postmaster starts it again a second later.
 
 use std::sync::atomic::Ordering::{self, Relaxed};
@@ -13,9 +13,10 @@ use pgrx::bgworkers::{BackgroundWorker, BackgroundWorkerBuilder, BgWorkerStartTi
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 
-use crate::clock::ClockPair;
+use crate::clock::{ClockPair, Watch, WATCH};
+use crate::engine::generators;
 use crate::settings::StepPolicy;
-use crate::{mark, settings, shmem};
+use crate::{mark, settings};
 
 /// How often the worker looks at the clocks and the mark.
 const LOOK_INTERVAL: Duration = Duration::from_millis(100);
@@ -48,37 +49,37 @@ pub fn register() {
 
 #[pg_guard]
 unsafe extern "C-unwind" fn unpublish(_code: i32, _arg: pg_sys::Datum) {
-    let state = shmem::shared();
-    state.clock_worker_latch.store(std::ptr::null_mut(), Ordering::Release);
-    state.clock_worker_pid.store(0, Relaxed);
+    let watch = WATCH.get();
+    watch.worker_latch.store(std::ptr::null_mut(), Ordering::Release);
+    watch.worker_pid.store(0, Relaxed);
 }
 
 #[unsafe(no_mangle)]
 #[pg_guard]
 pub extern "C-unwind" fn pg_idgen_clock_worker_main(_arg: pg_sys::Datum) {
     BackgroundWorker::attach_signal_handlers(SignalWakeFlags::SIGHUP | SignalWakeFlags::SIGTERM);
-    let state = shmem::shared();
+    let watch = WATCH.get();
     let config = settings::config();
     // SAFETY: MyProc is this process's, valid until exit; `unpublish` clears the pointer first.
     unsafe {
-        state.clock_worker_latch.store(&raw mut (*pg_sys::MyProc).procLatch, Ordering::Release);
-        state.clock_worker_pid.store(pg_sys::MyProcPid, Relaxed);
+        watch.worker_latch.store(&raw mut (*pg_sys::MyProc).procLatch, Ordering::Release);
+        watch.worker_pid.store(pg_sys::MyProcPid, Relaxed);
         pg_sys::before_shmem_exit(Some(unpublish), pg_sys::Datum::from(0));
     }
     log!(
         "pg_idgen clock worker started; high-water mark {}, reserve {} ms, clock step policy {}",
-        crate::clock::format_unix_micros(state.mark.latest_durable_us()),
+        crate::clock::format_unix_micros(mark::marks().latest_durable_us()),
         config.clock_reserve_ms,
         config.clock_step_policy.name()
     );
     let mut pending: Option<PendingStep> = None;
     loop {
         let now = ClockPair::read();
-        watch_for_steps(state, now, config.clock_step_policy);
-        follow_wall_clock(state, now, config.clock_forward_delay_ms as i64 * 1000, &mut pending);
+        watch_for_steps(watch, now, config.clock_step_policy);
+        follow_wall_clock(now, config.clock_forward_delay_ms as i64 * 1000, &mut pending);
         // Why only after recovery: a standby takes its marks from the WAL it replays.
         if crate::errors::recovery_is_over() {
-            mark::advance_if_due(state, config, now);
+            mark::advance_if_due(config, now);
         }
         if !BackgroundWorker::wait_latch(Some(LOOK_INTERVAL)) {
             break;
@@ -92,8 +93,8 @@ pub extern "C-unwind" fn pg_idgen_clock_worker_main(_arg: pg_sys::Datum) {
 
 /// Compares `wall − monotonic` with the last look's: a change is a step of the wall clock. Counts
 /// it, and logs a WARNING for a step back, a LOG line for a step forward.
-fn watch_for_steps(state: &shmem::SharedState, now: ClockPair, policy: StepPolicy) {
-    let steps = &state.clock_steps;
+fn watch_for_steps(watch: &Watch, now: ClockPair, policy: StepPolicy) {
+    let steps = &watch.steps;
     let previous = steps.last_offset_us.swap(now.offset_us(), Relaxed);
     let step_us = now.offset_us() - previous;
     if previous == 0 || step_us.abs() < STEP_THRESHOLD_US {
@@ -106,7 +107,7 @@ fn watch_for_steps(state: &shmem::SharedState, now: ClockPair, policy: StepPolic
         let consequence = match policy {
             StepPolicy::KeepGenerating => format!(
                 "ids go on from pg_idgen's generator clock, now {} ahead of the wall clock",
-                seconds(state.generator_clock.now_us() - now.wall_us)
+                seconds(generators().clock.now_us() - now.wall_us)
             ),
             StepPolicy::Refuse => "generators refuse (pg_idgen.clock_step_policy = refuse) until the wall clock has caught up".into(),
         };
@@ -121,8 +122,9 @@ fn watch_for_steps(state: &shmem::SharedState, now: ClockPair, policy: StepPolic
 /// Moves the generator clock up to the wall clock. Why not at once after a large forward step: a
 /// wall clock set a year ahead by mistake for two seconds would otherwise carry the ids a year
 /// ahead for good (the generator clock never goes back), and could use up a short layout.
-fn follow_wall_clock(state: &shmem::SharedState, now: ClockPair, delay_us: i64, pending: &mut Option<PendingStep>) {
-    let ahead_us = now.wall_us - state.generator_clock.at(now.monotonic_us);
+fn follow_wall_clock(now: ClockPair, delay_us: i64, pending: &mut Option<PendingStep>) {
+    let clock = &generators().clock;
+    let ahead_us = now.wall_us - clock.at(now.monotonic_us);
     if ahead_us <= FOLLOW_AT_ONCE_US || delay_us == 0 {
         if let Some(step) = pending.take() {
             if ahead_us <= FOLLOW_AT_ONCE_US {
@@ -134,7 +136,7 @@ fn follow_wall_clock(state: &shmem::SharedState, now: ClockPair, delay_us: i64, 
                 );
             }
         }
-        state.generator_clock.raise_to(now.wall_us, now.monotonic_us);
+        clock.raise_to(now.wall_us, now.monotonic_us);
         return;
     }
     match pending {
@@ -148,7 +150,7 @@ fn follow_wall_clock(state: &shmem::SharedState, now: ClockPair, delay_us: i64, 
         }
         Some(step) if now.monotonic_us - step.since_monotonic_us >= delay_us => {
             log!("pg_idgen: the wall clock stayed ahead for {}; the generator clock follows it, {} forward", seconds(delay_us), seconds(ahead_us));
-            state.generator_clock.raise_to(now.wall_us, now.monotonic_us);
+            clock.raise_to(now.wall_us, now.monotonic_us);
             *pending = None;
         }
         Some(step) => step.ahead_us = step.ahead_us.max(ahead_us),

@@ -12,21 +12,22 @@
 use pgrx::datum::TimestampWithTimeZone;
 use pgrx::prelude::*;
 
-use crate::clock;
-use crate::errors;
-use crate::layout::{Layout, LayoutError, Parts, Preset};
 use crate::c_function::{self, c_functions, column};
+use crate::clock;
 use crate::clock::tick::TickClock;
+use crate::errors;
 use crate::families::{OBJECTID_SHAPE, UUID_V7_SHAPE};
+use crate::layout::{Layout, LayoutError, Parts, Preset};
 use crate::objectid::{self, ObjectId};
-use crate::uuid7;
 use crate::settings;
+use crate::uuid7;
 
 // The hand-written declarations (row results, objectid arguments) and every decoder's comment.
 pgrx::extension_sql_file!(
     "decode.sql",
     name = "decode",
-    requires = ["objectid", snowflake_timestamp, snowflake_min_id, snowflake_timestamp_in_layout, snowflake_min_in_layout, uuid_v7_min, uuid_v7_timestamp]
+    requires =
+        ["objectid", snowflake_timestamp, snowflake_min_id, snowflake_timestamp_in_layout, snowflake_min_in_layout, uuid_v7_min, uuid_v7_timestamp]
 );
 
 c_functions! {
@@ -161,12 +162,7 @@ fn layout_of_arguments(epoch: TimestampWithTimeZone, time_unit_ms: i32, node_bit
 /// `ids` names the family in the plural, as messages say it ("snowflake ids", "ObjectIds").
 pub fn tick_of(clock: &TickClock, ids: &str, ts: TimestampWithTimeZone) -> u64 {
     if !ts.is_finite() {
-        errors::raise(
-            PgSqlErrorCode::ERRCODE_DATETIME_FIELD_OVERFLOW,
-            format!("{ts} is outside the range of {ids}"),
-            None,
-            None,
-        );
+        errors::raise(PgSqlErrorCode::ERRCODE_DATETIME_FIELD_OVERFLOW, format!("{ts} is outside the range of {ids}"), None, None);
     }
     let unix_us = clock::pg_to_unix_micros(ts.into_inner());
     clock.tick_at(unix_us).unwrap_or_else(|| {
@@ -246,10 +242,7 @@ mod tests {
 
     #[pg_test]
     fn decoded_time_is_the_time_of_generation() {
-        let close = Spi::get_one::<bool>(
-            "SELECT abs(extract(epoch FROM snowflake_timestamp(snowflake_next()) - clock_timestamp())) < 1",
-        )
-        .unwrap();
+        let close = Spi::get_one::<bool>("SELECT abs(extract(epoch FROM snowflake_timestamp(snowflake_next()) - clock_timestamp())) < 1").unwrap();
         assert_eq!(close, Some(true));
     }
 

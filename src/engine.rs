@@ -16,17 +16,113 @@
 //! first tick past the persisted mark) or since an advance past a given id. Values continue from
 //! the floor even when it is ahead of the clock, so after a crash the ids' lead over the wall
 //! clock shrinks as the clock catches up rather than being kept for good.
+//!
+//! ## Shared memory
+//!
+//! The region `pg_idgen generators` (`GENERATORS`) holds a cell per family, the generators'
+//! clock and the random bytes of this server start's ObjectIds:
+//!
+//! | field | written by | protection |
+//! |---|---|---|
+//! | `cells[f].last` | every call of family `f` | compare-and-swap; only moves forward |
+//! | `cells[f].limit` | the clock worker (mark), the lease worker (cap) | `limit_lock`, a spin lock; readers load it |
+//! | `cells[f].mark_limit`, `floor`, `floor_clock_offset_us` | creation, the clock worker, WAL replay, advances | `fetch_max`: only rise |
+//! | `cells[f].cap` | creation, the lease worker (snowflake ids only) | stores, then `limit` refreshed |
+//! | `clock` | creation; the clock worker | `fetch_max` of its offset: only moves forward |
+//! | `objectid_random` | creation | written before any process attaches |
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::Mutex;
 use std::time::Instant;
 
 use pgrx::prelude::*;
 
-use crate::clock;
+use crate::clock::{self, GeneratorClock};
 use crate::errors;
 use crate::families::{self, Family, Shape, Stamp};
 use crate::settings::{Config, StepPolicy};
-use crate::shmem::{GeneratorCell, SharedState};
+use crate::shmem::{CacheLine, Shared};
+
+/// The shared state of one time-based generator: three stamps (`families::Stamp`). They share a
+/// cache line: every call writes `last` and reads `limit`, and the clock worker writes `limit` only
+/// when it moves the mark.
+#[repr(C)]
+#[derive(Default)]
+pub struct GeneratorCell {
+    /// The stamp of the last value handed out. Moves only forward, by compare-and-swap.
+    pub last: AtomicU64,
+    /// The first stamp this generator may not hand out: the lower of `mark_limit` and `cap`.
+    /// Written only under `limit_lock` (see `Generator::refresh_limit`).
+    pub limit: AtomicU64,
+    /// The smallest value it may hand out since the server started or an advance past an id;
+    /// read only when a call would borrow past the clock.
+    pub floor: AtomicU64,
+    /// The floor's own clock: Unix µs minus monotonic µs, so that it read the floor's time when
+    /// the floor was raised and runs on at the monotonic clock's speed. Only rises.
+    pub floor_clock_offset_us: AtomicI64,
+    /// The first tick at or past the durable high-water mark (see `mark`); only rises.
+    pub mark_limit: AtomicU64,
+    /// A second bound, moved either way: the end of the node id lease for snowflake ids (see
+    /// `node`), `Stamp::MAX` for families without one.
+    pub cap: AtomicU64,
+    /// Taken (a spin lock) to write `limit`: rare, by the clock and lease workers.
+    pub limit_lock: AtomicBool,
+}
+
+/// The generators' region (see the module's table).
+#[repr(C)]
+pub struct Generators {
+    /// One cell per time-based family, at the family's index (`families::FAMILIES`).
+    pub cells: [CacheLine<GeneratorCell>; families::COUNT],
+    /// The generators' clock (policy keep_generating). Read by every call, raised rarely.
+    pub clock: CacheLine<GeneratorClock>,
+    /// The 5 random bytes of every ObjectId of this server start.
+    pub objectid_random: [u8; 5],
+}
+
+pub static GENERATORS: Shared<Generators> = Shared::new(c"pg_idgen generators", init_generators);
+
+/// Draws the ObjectId random part, once per server start (and again after a crash), as the BSON
+/// spec asks. Every cell starts at zero: `mark` sets the floors, `node` the caps, `start_clock`
+/// the clock, before any process can generate.
+///
+/// # Safety
+/// As `Region::init`: zeroed memory of ours alone.
+unsafe fn init_generators(at: *mut Generators) {
+    // SAFETY: per the contract.
+    unsafe { (*at).objectid_random = crate::random::os_bytes::<5>() };
+}
+
+/// The generators' region, or an ERROR that says how to fix a missing `shared_preload_libraries`.
+#[inline]
+pub fn generators() -> &'static Generators {
+    GENERATORS.get()
+}
+
+/// The generator clock's offset when shared memory was torn down after a crash; postmaster only.
+static CLOCK_OFFSET_AT_RESET: Mutex<Option<i64>> = Mutex::new(None);
+
+/// Keeps the generator clock for the next shared memory, when this one is torn down after a
+/// crash (in the postmaster).
+pub fn keep_clock_for_restart() {
+    *CLOCK_OFFSET_AT_RESET.lock().unwrap_or_else(|e| e.into_inner()) = Some(generators().clock.offset_us());
+}
+
+/// Starts the generator clock of a new shared memory: at the wall clock, or after a crash at the
+/// clock the old memory had, if the durable marks cover it (`covered_us`: the earliest mark plus
+/// a second). Why not the wall clock after a crash: it may be in a forward jump the clock worker
+/// had not accepted yet (pg_idgen.clock_forward_delay); the new worker decides again. Only an
+/// offset the persisted marks cover, though: the memory a crash tore down may hold garbage, and
+/// every family's mark stays ahead of the generator clock.
+pub fn start_clock(covered_us: i64) {
+    let now = clock::ClockPair::read();
+    let saved_offset_us = CLOCK_OFFSET_AT_RESET.lock().unwrap_or_else(|e| e.into_inner()).take();
+    let clock = &generators().clock;
+    match saved_offset_us.filter(|offset_us| now.monotonic_us + offset_us <= covered_us) {
+        Some(offset_us) => clock.raise_to(offset_us, 0),
+        None => clock.raise_to(now.wall_us, now.monotonic_us),
+    }
+}
 
 /// How long one wait for the clock sleeps at most before it checks for interrupts again.
 const WAIT_SLICE_US: i64 = 10_000;
@@ -50,7 +146,7 @@ enum Bound {
 /// a moment for the cap to move and returns the µs waited, or raises. Why a function handed in
 /// (`Generator::capped_by`): the cap belongs to the module that moves it (the node id lease,
 /// `node`), which sits above the engine and uses it; the engine names nothing above itself.
-pub type AtCap = fn(&SharedState, waited_us: i64) -> i64;
+pub type AtCap = fn(waited_us: i64) -> i64;
 
 /// One family's generator: its shape under the configured layout, its cell in shared memory, and
 /// what its calls do at its cap.
@@ -76,7 +172,7 @@ impl Generator {
     /// The generator of a family whose shape its format fixes, as a constant. Why a constant for
     /// the generator functions: the compiler then folds the clock's unit and the counter's width
     /// into the hot path, which a shape returned through the registry's function pointer hides
-    /// (uuid_v7_next(): 697 instead of 681 instructions per call under callgrind).
+    /// (docs/benchmarks.md, "The cost of a change on the hot path").
     pub const fn fixed(family: &'static Family, shape: Shape) -> Generator {
         Generator { family, shape, at_cap: cap_never_set }
     }
@@ -87,7 +183,7 @@ impl Generator {
     }
 
     #[inline]
-    pub fn cell<'a>(&self, state: &'a SharedState) -> &'a GeneratorCell {
+    pub fn cell<'a>(&self, state: &'a Generators) -> &'a GeneratorCell {
         &state.cells[self.family.index]
     }
 
@@ -95,14 +191,14 @@ impl Generator {
     /// then advance its cell. Returns the new stamp, and the state. Like nextval(), which a
     /// standby refuses: its primary may be handing out the same values.
     #[inline(always)]
-    pub fn take(&self, function: &str) -> (Stamp, &'static SharedState) {
+    pub fn take(&self, function: &str) -> (Stamp, &'static Generators) {
         self.take_block(function, 1)
     }
 
     /// `take` for `count` consecutive stamps at once: returns the first.
     #[inline(always)]
-    pub fn take_block(&self, function: &str, count: u64) -> (Stamp, &'static SharedState) {
-        let state = crate::shmem::shared();
+    pub fn take_block(&self, function: &str, count: u64) -> (Stamp, &'static Generators) {
+        let state = generators();
         errors::refuse_during_recovery(function);
         (self.next(state, crate::settings::config(), count, Bound::Mark), state)
     }
@@ -114,8 +210,8 @@ impl Generator {
     /// pg_idgen.clock_reserve. A standby's values and its primary's later ones may share a tick
     /// and counter; their random bits tell them apart.
     #[inline(always)]
-    pub fn take_even_on_standby(&self) -> (Stamp, &'static SharedState) {
-        let state = crate::shmem::shared();
+    pub fn take_even_on_standby(&self) -> (Stamp, &'static Generators) {
+        let state = generators();
         (self.next(state, crate::settings::config(), 1, Bound::MarkUnlessStandby), state)
     }
 
@@ -136,7 +232,7 @@ impl Generator {
 
     /// The stamp of the last value handed out, or None when none was since the last restore or
     /// advance (the cell's `last` then only marks where the floor is).
-    pub fn last_handed_out(&self, state: &SharedState) -> Option<Stamp> {
+    pub fn last_handed_out(&self, state: &Generators) -> Option<Stamp> {
         let cell = self.cell(state);
         let last = cell.last.load(Ordering::Relaxed);
         (last >= cell.floor.load(Ordering::Relaxed)).then_some(last)
@@ -144,7 +240,7 @@ impl Generator {
 
     /// Makes `floor` the smallest stamp this generator may hand out from now on (it only rises),
     /// and starts the floor's clock at its time.
-    pub fn raise_floor(&self, state: &SharedState, floor: Stamp) {
+    pub fn raise_floor(&self, state: &Generators, floor: Stamp) {
         let cell = self.cell(state);
         let offset_us = self.shape.start_us(floor) - clock::monotonic_micros();
         cell.floor_clock_offset_us.fetch_max(offset_us, Ordering::SeqCst);
@@ -172,13 +268,13 @@ impl Generator {
     }
 
     /// Lets the generator reach a new durable mark (`mark_limit` only rises).
-    pub fn raise_mark_limit(&self, state: &SharedState, limit: Stamp) {
+    pub fn raise_mark_limit(&self, state: &Generators, limit: Stamp) {
         self.cell(state).mark_limit.fetch_max(limit, Ordering::SeqCst);
         self.refresh_limit(state);
     }
 
     /// Sets the generator's second bound (the node id lease), in either direction.
-    pub fn set_cap(&self, state: &SharedState, cap: Stamp) {
+    pub fn set_cap(&self, state: &Generators, cap: Stamp) {
         self.cell(state).cap.store(cap, Ordering::SeqCst);
         self.refresh_limit(state);
     }
@@ -186,7 +282,7 @@ impl Generator {
     /// Writes `limit` as the lower of the two bounds. Why a lock: two writers (the clock worker
     /// raising the mark, the lease worker moving the cap) must not leave the limit at a bound one
     /// of them already moved away from. Release: see the Acquire in `next`.
-    fn refresh_limit(&self, state: &SharedState) {
+    fn refresh_limit(&self, state: &Generators) {
         let cell = self.cell(state);
         while cell.limit_lock.compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed).is_err() {
             std::hint::spin_loop();
@@ -198,19 +294,19 @@ impl Generator {
 
     /// Now, in Unix µs, on the clock the policy says generators follow.
     #[inline]
-    fn now_us(state: &SharedState, config: &Config) -> i64 {
+    fn now_us(state: &Generators, config: &Config) -> i64 {
         match config.clock_step_policy {
-            StepPolicy::KeepGenerating => state.generator_clock.now_us(),
+            StepPolicy::KeepGenerating => state.clock.now_us(),
             // Why not the wall clock alone: a forward step that the clock worker has not accepted
             // yet (pg_idgen.clock_forward_delay) must not carry the ids with it.
-            StepPolicy::Refuse => clock::wall_unix_micros().min(state.generator_clock.now_us()),
+            StepPolicy::Refuse => clock::wall_unix_micros().min(state.clock.now_us()),
         }
     }
 
     /// Advances the generator's cell by `count` stamps and returns the first of them. Every check
     /// (borrowing, the time bits, the high-water mark) applies to the last.
     #[inline(always)]
-    fn next(&self, state: &SharedState, config: &Config, count: u64, bound: Bound) -> Stamp {
+    fn next(&self, state: &Generators, config: &Config, count: u64, bound: Bound) -> Stamp {
         let cell = self.cell(state);
         let shape = &self.shape;
         let borrow_ticks = (config.max_clock_borrow_ms as i64 * 1000 / shape.clock.unit_us) as u64;
@@ -257,7 +353,7 @@ impl Generator {
                     continue;
                 }
                 if block_end >= cell.cap.load(Ordering::Acquire) {
-                    waited_us += (self.at_cap)(state, waited_us);
+                    waited_us += (self.at_cap)(waited_us);
                     last = cell.last.load(Ordering::Relaxed);
                     limit = cell.limit.load(Ordering::Acquire);
                     now_us = Self::now_us(state, config);
@@ -331,7 +427,7 @@ impl Generator {
     /// Asks the clock worker for a new high-water mark and waits a moment for it; errors once the
     /// call has waited `pg_idgen.max_clock_wait` in all. Returns the microseconds waited.
     #[cold]
-    fn wait_for_mark(&self, state: &SharedState, config: &Config, waited_us: i64) -> i64 {
+    fn wait_for_mark(&self, state: &Generators, config: &Config, waited_us: i64) -> i64 {
         if waited_us > config.max_clock_wait_ms as i64 * 1000 {
             errors::raise(
                 PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
@@ -344,7 +440,7 @@ impl Generator {
                 Some("Check that the background worker \"pg_idgen clock\" runs (pg_idgen_status().clock_worker_pid), and the server log for its errors."),
             );
         }
-        state.wake_clock_worker();
+        clock::wake_worker();
         let started = Instant::now();
         // SAFETY: a plain sleep; interrupts are checked right after.
         unsafe { pgrx::pg_sys::pg_usleep(MARK_WAIT_SLICE_US) };
@@ -391,6 +487,6 @@ impl Generator {
 /// The `AtCap` of a generator that nothing caps: its cap stays at `Stamp::MAX`, which no value
 /// reaches (see `node::init`).
 #[cold]
-fn cap_never_set(_: &SharedState, _: i64) -> i64 {
+fn cap_never_set(_: i64) -> i64 {
     unreachable!("a value reached the cap of a generator that has none")
 }

@@ -3,8 +3,8 @@
 
 use std::ffi::c_char;
 
-use pgrx::pg_sys::panic::ErrorReport;
 use pgrx::pg_sys;
+use pgrx::pg_sys::panic::ErrorReport;
 use pgrx::prelude::*;
 
 /// Raises an ERROR with a SQLSTATE, and optionally a DETAIL and a HINT.
@@ -69,6 +69,7 @@ thread_local! {
 /// Whether recovery is over (this server is a primary). Asks PostgreSQL only until it is.
 #[inline]
 pub fn recovery_is_over() -> bool {
+    // SAFETY: RecoveryInProgress reads shared memory that every backend is attached to.
     if !RECOVERY_OVER.get() && !unsafe { pgrx::pg_sys::RecoveryInProgress() } {
         RECOVERY_OVER.set(true);
     }

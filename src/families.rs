@@ -95,21 +95,15 @@ pub static SNOWFLAKE: Family = Family { index: 0, key: "snowflake", sql_name: "s
 /// inside a second must carry into the next one to keep the ids increasing, which would borrow a
 /// second at every wrap; starting low leaves 16,776,960 values to every second.
 pub static OBJECTID: Family = Family { index: 1, key: "objectid", sql_name: "objectid", name: "objectid", shape: |_| OBJECTID_SHAPE };
-pub const OBJECTID_SHAPE: Shape = Shape {
-    clock: TickClock { epoch_us: 0, unit_us: 1_000_000, max_tick: u32::MAX as u64 },
-    counter_bits: 24,
-    tick_start_below: 256,
-};
+pub const OBJECTID_SHAPE: Shape =
+    Shape { clock: TickClock { epoch_us: 0, unit_us: 1_000_000, max_tick: u32::MAX as u64 }, counter_bits: 24, tick_start_below: 256 };
 
 /// UUIDv7s: Unix milliseconds in 48 bits (until the year 10889), a 12-bit counter in rand_a
 /// (RFC 9562 §6.2, method 1). Its key, `uuid7`, is older than the functions' `uuid_v7_` prefix;
 /// mark files hold it.
 pub static UUID_V7: Family = Family { index: 2, key: "uuid7", sql_name: "uuid_v7", name: "UUIDv7", shape: |_| UUID_V7_SHAPE };
-pub const UUID_V7_SHAPE: Shape = Shape {
-    clock: TickClock { epoch_us: 0, unit_us: 1000, max_tick: (1 << 48) - 1 },
-    counter_bits: 12,
-    tick_start_below: 256,
-};
+pub const UUID_V7_SHAPE: Shape =
+    Shape { clock: TickClock { epoch_us: 0, unit_us: 1000, max_tick: (1 << 48) - 1 }, counter_bits: 12, tick_start_below: 256 };
 
 /// Every time-based family, in the order of their indexes.
 pub static FAMILIES: [&Family; COUNT] = [&SNOWFLAKE, &OBJECTID, &UUID_V7];

@@ -110,14 +110,7 @@ pub struct Parts {
 impl Layout {
     /// Checks the bits and the unit: a layout ids can be made with (or were, for a persisted one).
     /// `usable_now` checks the epoch against the clock.
-    pub fn new(
-        preset: Preset,
-        time_bits: u32,
-        node_bits: u32,
-        sequence_bits: u32,
-        unit_ms: u64,
-        epoch_us: i64,
-    ) -> Result<Layout, LayoutError> {
+    pub fn new(preset: Preset, time_bits: u32, node_bits: u32, sequence_bits: u32, unit_ms: u64, epoch_us: i64) -> Result<Layout, LayoutError> {
         if node_bits > 31 {
             return Err(LayoutError::NodeBits(node_bits as i64));
         }
@@ -198,8 +191,7 @@ impl Layout {
     /// ```
     pub fn compose(&self, parts: Parts) -> i64 {
         debug_assert!(parts.tick <= self.max_tick() && parts.node_id <= self.max_node_id());
-        ((parts.tick << (self.node_bits + self.sequence_bits)) | (parts.node_id << self.sequence_bits) | parts.sequence)
-            as i64
+        ((parts.tick << (self.node_bits + self.sequence_bits)) | (parts.node_id << self.sequence_bits) | parts.sequence) as i64
     }
 
     /// Takes an id apart. The caller rejects negative ids: they are never made.

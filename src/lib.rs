@@ -26,6 +26,8 @@ mod random;
 mod remote;
 mod segment;
 mod seq;
+mod seqlock;
+mod services;
 mod settings;
 mod shmem;
 mod snowflake;
@@ -33,6 +35,7 @@ mod status;
 mod tables;
 mod text_form;
 pub mod uuid7;
+mod worker;
 
 ::pgrx::pg_module_magic!();
 
@@ -42,6 +45,7 @@ pub mod uuid7;
 #[pg_guard]
 pub extern "C-unwind" fn _PG_init() {
     errors::keep_backtraces_out_of_messages();
+    // SAFETY: a flag of the postmaster's, read in the process that loads the library.
     let preloading = unsafe { pgrx::pg_sys::process_shared_preload_libraries_in_progress };
     settings::declare(preloading);
     // In every process that loads the library: segment_create and segment_drop run SQL on the
@@ -50,36 +54,55 @@ pub extern "C-unwind" fn _PG_init() {
     // In every process that loads the library: masking needs no preload.
     mask::register_invalidation();
     if preloading {
-        shmem::install_hooks(shmem::Hooks {
-            area_size: shared_area_size,
-            on_create: on_shared_memory_created,
-            on_clean_exit: mark::save_exact_marks,
-        });
+        shmem::install_hooks(shmem::Hooks { regions: &REGIONS, on_create: on_shared_memory_created, on_exit: on_shared_memory_exit });
         mark::register_wal_resource_manager();
-        segment::table::install_drop_hook();
-        segment::table::also_retire(seq::retire_database, seq::CACHED_TABLES);
-        segment::worker::also_serve(seq::serve_round);
+        services::install_drop_hook();
         // Why no workers under pg_upgrade: no ids are made then, and a worker connected to a
         // database would keep pg_upgrade from creating it anew.
+        // SAFETY: a flag set from the command line before libraries are preloaded.
         if !unsafe { pgrx::pg_sys::IsBinaryUpgrade } {
             clock_worker::register();
-            segment::worker::register();
+            worker::register();
             node::worker::register();
         }
     }
 }
 
-/// The area after the shared state: the segment slots, then the sections of per-key sequences.
-fn shared_area_size() -> usize {
-    segment::slots_size().next_multiple_of(64) + seq::cache_size()
+/// The regions of shared memory, each its component's, in the order they are built.
+static REGIONS: [&dyn shmem::Region; 11] = [
+    &engine::GENERATORS,
+    &clock::WATCH,
+    &mark::MARKS,
+    &node::LEASE,
+    &remote::STATUSES,
+    &worker::POOL,
+    &segment::SLOTS,
+    &seq::CACHE,
+    &seq::DATABASES,
+    &seq::WANTED,
+    &seq::SERVED,
+];
+
+/// What a new shared memory gets before any process can use it, once every region is built: no
+/// node id lease yet, every generator's floor past the persisted high-water marks, and the
+/// generators' clock.
+fn on_shared_memory_created() {
+    let config = settings::config();
+    node::init(config);
+    if let Some(node_id) = mark::restore_at_start() {
+        node::prefer_node_id(node_id);
+    }
+    engine::start_clock(mark::marks().earliest_durable_us() + 1_000_000);
 }
 
-/// What a new shared memory gets before any process can use it: empty segment slots, and every
-/// generator's floor past the persisted high-water marks, and no node id lease yet.
-fn on_shared_memory_created(state: &shmem::SharedState, area: *mut u8) {
-    node::init(state, settings::config());
-    segment::init_slots(area);
-    mark::restore_at_start(state);
+/// When the postmaster's shared memory goes: at a clean exit, the exact marks are saved; after a
+/// crash, the generators' clock is kept for the next shared memory.
+fn on_shared_memory_exit(clean: bool) {
+    if clean {
+        mark::save_exact_marks();
+    } else {
+        engine::keep_clock_for_restart();
+    }
 }
 
 /// Used by `cargo pgrx test`: the test cluster preloads the library and has a node id.

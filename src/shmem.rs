@@ -1,22 +1,24 @@
-//! The extension's shared memory: one struct, requested at postmaster start and attached by
-//! every backend (the pattern of contrib/pg_stat_statements), followed by an area whose size and
-//! content the layers above define (the segment slots). What happens when the memory is created
-//! or torn down is theirs too: `install_hooks` takes it as functions, so this module depends on
-//! nothing that uses it.
+//! The extension's shared memory, kept as PostgreSQL's own subsystems keep theirs
+//! (`XShmemSize()`/`XShmemInit()`, `ShmemInitStruct`): each component owns a region of its own —
+//! a named struct beside the table that says who writes which of its fields — with a tranche of
+//! LWLocks where it has locks. A region is requested at postmaster start, built once in new
+//! memory before any other process exists (and again after a crash, which wipes shared memory),
+//! and found by every process it forks.
 //!
-//! Only atomics live here; each generator owns its fields and touches them lock-free.
+//! This module keeps the machinery: the `Region` a component implements (`Shared<T>` for a struct
+//! of a fixed size), the hooks that request and build the regions `install_hooks` is given, the
+//! guard of an LWLock and the setting of a worker's latch. It names no component: `lib.rs` lists
+//! the regions.
 
-use std::sync::atomic::Ordering::Relaxed;
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicI64, AtomicPtr, AtomicU32, AtomicU64, AtomicU8};
+use std::ffi::CStr;
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
+use std::sync::OnceLock;
 
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 
-use crate::clock::{ClockSteps, GeneratorClock};
-use crate::families::{self, COUNT as FAMILIES};
-
-/// Keeps a hot atomic on a cache line of its own, so that generators do not slow each other
-/// down by writing neighbouring fields.
+/// Keeps a hot atomic on a cache line of its own, so that writers of neighbouring fields do not
+/// slow its readers down.
 #[repr(C, align(64))]
 #[derive(Default)]
 pub struct CacheLine<T>(pub T);
@@ -28,313 +30,350 @@ impl<T> std::ops::Deref for CacheLine<T> {
     }
 }
 
-/// The shared state of one time-based generator: three stamps (`families::Stamp`). They share a
-/// cache line: every call writes `last` and reads `limit`, and the clock worker writes `limit` only
-/// when it moves the mark.
-#[repr(C)]
-#[derive(Default)]
-pub struct GeneratorCell {
-    /// The stamp of the last value handed out. Moves only forward, by compare-and-swap.
-    pub last: AtomicU64,
-    /// The first stamp this generator may not hand out: the lower of `mark_limit` and `cap`.
-    /// Written only under `limit_lock` (see `engine::Generator::refresh_limit`).
-    pub limit: AtomicU64,
-    /// The smallest value it may hand out since the server started or an advance past an id
-    /// (see `engine`); read only when a call would borrow past the clock.
-    pub floor: AtomicU64,
-    /// The floor's own clock: Unix µs minus monotonic µs, so that it read the floor's time when
-    /// the floor was raised and runs on at the monotonic clock's speed (see `engine`). Only rises.
-    pub floor_clock_offset_us: AtomicI64,
-    /// The first tick at or past the durable high-water mark (see `mark`); only rises.
-    pub mark_limit: AtomicU64,
-    /// A second bound, moved either way: the end of the node id lease for snowflake ids (see
-    /// `node`), `Stamp::MAX` for families without one.
-    pub cap: AtomicU64,
-    /// Taken (a spin lock) to write `limit`: rare, by the clock and lease workers.
-    pub limit_lock: AtomicBool,
-}
-
-/// The node id lease as every process sees it (see `node`). Written by the lease worker only.
-#[repr(C)]
-pub struct LeaseState {
-    /// `generation << 32 | (node id + 1)`, low half 0 while no node id is held. Every change of
-    /// node id or of its lease's validity takes a new generation: a call that read one word before
-    /// taking its stamp and another after drops the stamp.
-    pub word: CacheLine<AtomicU64>,
-    /// `node::Phase` as a number.
-    pub phase: AtomicU32,
-    /// This server start's token in the registry (random, chosen with the shared memory).
-    pub holder: [AtomicU64; 2],
-    /// When the lease runs out, on this server's CLOCK_BOOTTIME (µs).
-    pub deadline_boot_us: AtomicI64,
-    /// When it was last renewed or taken, Unix µs.
-    pub renewed_at_us: AtomicI64,
-    /// The largest `ids_before_us` the registry confirmed (a renewal refuses a row below it).
-    pub committed_us: AtomicI64,
-    /// The node id this data directory's ids were made with before a registry was set (from the
-    /// mark), -1 when none: the first lease prefers it.
-    pub previous_node_id: AtomicI64,
-    /// Set by a call that reached the lease's cap before its end: renew now.
-    pub renew_wanted: AtomicBool,
-    /// The lease worker's process id while it runs.
-    pub worker_pid: AtomicI32,
-    /// Its latch while it runs: a call that finds no lease wakes it.
-    pub worker_latch: AtomicPtr<pg_sys::Latch>,
-    /// How its calls to the registry went.
-    pub registry: RemoteStatus,
-}
-
-/// How the calls of the workers that reach one server went (see `remote::RemoteStatus`'s
-/// methods): the lease worker's, or every segment worker's.
-#[repr(C)]
-pub struct RemoteStatus {
-    /// Calls that failed in a row, and in all.
-    pub failures_in_a_row: AtomicU64,
-    pub failures: AtomicU64,
-    /// When a call last succeeded, Unix µs (0: never).
-    pub succeeded_at_us: AtomicI64,
-    /// The last error, as text (`message_version` odd while it is written).
-    pub message_version: AtomicU32,
-    pub message_len: AtomicU32,
-    pub message: [AtomicU8; REMOTE_MESSAGE_BYTES],
-}
-
-/// At most this many databases besides `pg_idgen.database` have a segment worker at once.
-pub const MAX_DATABASE_WORKERS: usize = 16;
-
-/// A segment worker for one more database (see `segment::worker`). Taken, claimed and freed
-/// only under the segment slot lock; read without it.
-#[repr(C)]
-pub struct DatabaseWorker {
-    /// `epoch << 32 | database OID`; the OID is 0 while the entry is free. Each taking raises the
-    /// epoch, so a worker started for an earlier taking cannot claim a later one.
-    pub state: AtomicU64,
-    /// The worker's latch once it has claimed the entry, null before.
-    pub latch: AtomicPtr<pg_sys::Latch>,
-    /// When the entry was taken (monotonic ms): a worker that never came up frees it after a while.
-    pub taken_at_ms: AtomicI64,
-    /// Set when the database is being dropped: the worker abandons any call and exits, since
-    /// `DROP DATABASE` waits only 5 s for the database's sessions to go.
-    pub stop_wanted: AtomicBool,
-}
-
-/// The longest remote error kept.
-pub const REMOTE_MESSAGE_BYTES: usize = 480;
-
-/// The high-water marks as every process sees them (see `mark`).
-#[repr(C)]
-pub struct MarkState {
-    /// The durable marks (Unix µs): no generator hands out a value of its mark's time or later.
-    pub durable_us: [AtomicI64; FAMILIES],
-    /// When the clock worker last moved the marks (Unix µs), 0 before it has.
-    pub advanced_at_us: AtomicI64,
-    /// The marks both files hold (a standby's replay skips writing older ones).
-    pub persisted_us: [AtomicI64; FAMILIES],
-    /// Whether this server may have handed out a snowflake id (carried in every record).
-    pub snowflake_made: AtomicBool,
-}
-
-impl MarkState {
-    /// The latest of the durable marks: no id of any family has reached it.
-    pub fn latest_durable_us(&self) -> i64 {
-        self.durable_us.iter().map(|m| m.load(Relaxed)).max().unwrap_or(0)
+/// A component's region of shared memory.
+pub trait Region: Sync {
+    /// Its name in PostgreSQL's index of shared memory (`pg_shmem_allocations`), and of its LWLock
+    /// tranche if it has one.
+    fn name(&self) -> &'static CStr;
+    /// Its size in bytes (settings read at start may decide it).
+    fn size(&self) -> usize;
+    /// How many LWLocks its tranche holds (0: none).
+    fn lwlocks(&self) -> u32 {
+        0
     }
-
-    /// The earliest of the durable marks: the generator clock has not reached it (each mark is
-    /// kept ahead of the clock; one family's may be far ahead after an advance).
-    pub fn earliest_durable_us(&self) -> i64 {
-        self.durable_us.iter().map(|m| m.load(Relaxed)).min().unwrap_or(0)
-    }
-
-    pub fn persisted(&self) -> [i64; FAMILIES] {
-        std::array::from_fn(|i| self.persisted_us[i].load(Relaxed))
-    }
-
-    /// Records marks that both files now hold (each only ever rises).
-    pub fn note_persisted(&self, marks_us: [i64; FAMILIES]) {
-        for (persisted, mark_us) in self.persisted_us.iter().zip(marks_us) {
-            persisted.fetch_max(mark_us, Relaxed);
-        }
-    }
-}
-
-/// What the layers above shared memory add to it: the size of their area, what to do once the
-/// memory is new (the area zeroed), and what to do when the postmaster exits cleanly. The area
-/// starts 64-byte aligned: right after the state, whose size is a multiple of its 64-byte
-/// alignment, in shared memory that PostgreSQL aligns to a cache line.
-#[derive(Clone, Copy)]
-pub struct Hooks {
-    pub area_size: fn() -> usize,
-    /// Called in the postmaster, before any process can use the state.
-    pub on_create: fn(&SharedState, area: *mut u8),
-    /// Called in the postmaster when it exits cleanly, every other process gone.
-    pub on_clean_exit: fn(),
-}
-
-#[repr(C)]
-pub struct SharedState {
-    /// One cell per time-based family, at the family's index (`families::FAMILIES`).
-    pub cells: [CacheLine<GeneratorCell>; families::COUNT],
-    /// The 5 random bytes of every ObjectId of this server start.
-    pub objectid_random: [u8; 5],
-    /// The generators' clock (policy keep_generating). Read by every call, raised rarely.
-    pub generator_clock: CacheLine<GeneratorClock>,
-    /// The persisted high-water mark and the clock worker's record of wall-clock steps.
-    pub mark: MarkState,
-    pub clock_steps: ClockSteps,
-    /// The clock worker's latch while it runs (null otherwise): a generator that reached the mark
-    /// sets it to ask for a new one.
-    pub clock_worker_latch: AtomicPtr<pg_sys::Latch>,
-    /// Its process id while it runs, 0 otherwise (it is not in pg_stat_activity: it has no
-    /// database connection).
-    pub clock_worker_pid: AtomicI32,
-    /// The segment worker's latch while it runs (null otherwise): backends set it to ask for
-    /// ranges.
-    pub worker_latch: AtomicPtr<pg_sys::Latch>,
-    /// The segment workers of other databases than `pg_idgen.database`, started on demand (see
-    /// `segment::worker`).
-    pub database_workers: [DatabaseWorker; MAX_DATABASE_WORKERS],
-    /// The OID of `pg_idgen.database`, once its worker has connected (0 before).
-    pub main_database: AtomicU32,
-    /// Broadcast by the worker whenever it published ranges or gave up on a tag.
-    pub segment_loaded: pg_sys::ConditionVariable,
-    /// The node id lease (with pg_idgen.node_registry).
-    pub lease: LeaseState,
-    /// The segment worker's calls to the segment authority (with pg_idgen.segment_authority).
-    pub segment_authority: RemoteStatus,
-}
-
-impl SharedState {
-    /// Builds a fresh state in place, and zeroes the area after it. The ObjectId random part is
-    /// chosen here, once per server start (and again after a crash), as the BSON spec asks. Then
-    /// `on_create` runs (it restores the persisted high-water marks as every generator's floor: no
-    /// generator hands out anything before the clock worker has made a new mark durable).
+    /// Builds the region in new memory, zeroed, which no other process uses yet.
     ///
     /// # Safety
-    /// `state` points to enough shared memory for the state and the area, which nobody uses yet.
-    unsafe fn init(state: *mut SharedState, area: *mut u8, hooks: &Hooks) {
-        // SAFETY: the memory is ours alone (the postmaster, under AddinShmemInitLock), and large
-        // enough; all-zero is a valid start for every atomic; the condition variable is initialised.
-        unsafe {
-            state.write_bytes(0, 1);
-            area.write_bytes(0, (hooks.area_size)());
-            (*state).objectid_random = crate::random::os_bytes::<5>();
-            pg_sys::ConditionVariableInit(&raw mut (*state).segment_loaded);
-            let state = &*state;
-            let now = crate::clock::ClockPair::read();
-            let saved_offset_us = CLOCK_OFFSET_AT_RESET;
-            CLOCK_OFFSET_AT_RESET = None;
-            (hooks.on_create)(state, area);
-            // Why not the wall clock after a crash: it may be in a forward jump the clock worker
-            // had not accepted yet (pg_idgen.clock_forward_delay); the new worker decides again.
-            // Only an offset the persisted marks cover, though: the memory a crash tore down may
-            // hold garbage, and every family's mark stays ahead of the generator clock.
-            let covered_us = state.mark.earliest_durable_us() + 1_000_000;
-            match saved_offset_us.filter(|offset_us| now.monotonic_us + offset_us <= covered_us) {
-                Some(offset_us) => state.generator_clock.raise_to(offset_us, 0),
-                None => state.generator_clock.raise_to(now.wall_us, now.monotonic_us),
-            }
+    /// `at` points to `size()` bytes of zeroed shared memory, aligned to a cache line.
+    unsafe fn init(&self, at: *mut u8);
+    /// Records where the region and its LWLocks (the first of its tranche, or null) are, in the
+    /// postmaster: the processes it forks inherit them.
+    fn attach(&self, at: *mut u8, lwlocks: *mut pg_sys::LWLockPadded);
+}
+
+/// Where a region is (null until attached: the library was not preloaded), and its LWLock if it
+/// has one: what every kind of region below records, in the postmaster, for the processes it forks.
+struct Place {
+    has_lock: bool,
+    at: AtomicPtr<u8>,
+    lock: AtomicPtr<pg_sys::LWLock>,
+}
+
+impl Place {
+    const fn new(has_lock: bool) -> Place {
+        Place { has_lock, at: AtomicPtr::new(std::ptr::null_mut()), lock: AtomicPtr::new(std::ptr::null_mut()) }
+    }
+
+    /// Where the region starts, or an ERROR that says how to fix `shared_preload_libraries`.
+    #[inline]
+    fn at(&self) -> *mut u8 {
+        let at = self.at.load(Ordering::Relaxed);
+        if at.is_null() {
+            not_preloaded();
+        }
+        at
+    }
+
+    fn lwlocks(&self) -> u32 {
+        self.has_lock as u32
+    }
+
+    fn attach(&self, at: *mut u8, lwlocks: *mut pg_sys::LWLockPadded) {
+        self.at.store(at, Ordering::Relaxed);
+        // SAFETY: with a lock, the tranche holds one LWLock, which `lwlocks` points at.
+        self.lock.store(if self.has_lock { unsafe { &raw mut (*lwlocks).lock } } else { std::ptr::null_mut() }, Ordering::Relaxed);
+    }
+
+    fn exclusive(&self) -> LockGuard {
+        self.at();
+        LockGuard::exclusive(self.lock.load(Ordering::Relaxed))
+    }
+
+    fn shared(&self) -> LockGuard {
+        self.at();
+        LockGuard::shared(self.lock.load(Ordering::Relaxed))
+    }
+}
+
+/// A region that holds one `T`, all of whose fields are valid when zeroed (atomics, arrays of
+/// them), and the LWLock that guards its rare changes if it has one.
+pub struct Shared<T: 'static> {
+    name: &'static CStr,
+    /// What zeroed memory needs besides to be a valid `T` (a condition variable initialised,
+    /// random bytes drawn); run once per new region.
+    init: unsafe fn(*mut T),
+    place: Place,
+}
+
+impl<T: Sync + 'static> Shared<T> {
+    /// A region named `name`, with no LWLock.
+    pub const fn new(name: &'static CStr, init: unsafe fn(*mut T)) -> Shared<T> {
+        Shared { name, init, place: Place::new(false) }
+    }
+
+    /// A region named `name`, with one LWLock (its tranche has the region's name).
+    pub const fn with_lock(name: &'static CStr, init: unsafe fn(*mut T)) -> Shared<T> {
+        Shared { name, init, place: Place::new(true) }
+    }
+
+    /// The region, or an ERROR that says how to fix a missing `shared_preload_libraries`.
+    #[inline]
+    pub fn get(&self) -> &'static T {
+        // SAFETY: attached, so it points at the region, a `T` initialised before any process could
+        // attach, for the life of the server.
+        unsafe { &*self.place.at().cast::<T>() }
+    }
+
+    /// Holds the region's LWLock exclusively while the guard lives.
+    pub fn exclusive(&self) -> LockGuard {
+        self.place.exclusive()
+    }
+
+    /// Holds the region's LWLock shared while the guard lives.
+    pub fn shared(&self) -> LockGuard {
+        self.place.shared()
+    }
+}
+
+/// The `init` of a region whose zeroed memory is all it needs.
+///
+/// # Safety
+/// None needed: it does nothing.
+pub unsafe fn zeroed_is_ready<T>(_: *mut T) {}
+
+impl<T: Sync + 'static> Region for Shared<T> {
+    fn name(&self) -> &'static CStr {
+        self.name
+    }
+
+    fn size(&self) -> usize {
+        std::mem::size_of::<T>()
+    }
+
+    fn lwlocks(&self) -> u32 {
+        self.place.lwlocks()
+    }
+
+    unsafe fn init(&self, at: *mut u8) {
+        debug_assert!(at.align_offset(std::mem::align_of::<T>()) == 0);
+        // SAFETY: per the trait's contract the memory is zeroed, large and aligned enough, and
+        // ours alone; every `T` of a `Shared` is valid zeroed, and `init` completes the rest.
+        unsafe { (self.init)(at.cast::<T>()) };
+    }
+
+    fn attach(&self, at: *mut u8, lwlocks: *mut pg_sys::LWLockPadded) {
+        self.place.attach(at, lwlocks);
+    }
+}
+
+/// A region that holds `count()` of `T` (a count that settings read at start decide), each valid
+/// when zeroed but for what `init` does to it, and the LWLock that guards their rare changes.
+pub struct SharedSlice<T: 'static> {
+    name: &'static CStr,
+    count: fn() -> usize,
+    /// What a zeroed element needs besides; run on each element of a new region.
+    init: unsafe fn(*mut T),
+    place: Place,
+    /// `count()`, recorded where the region is attached: calls read it beside the region's place
+    /// instead of calling `count` (a segment call's hot path takes its slot through `get`).
+    len: AtomicUsize,
+}
+
+impl<T: Sync + 'static> SharedSlice<T> {
+    /// A region named `name` of `count()` elements, with one LWLock (its tranche has the region's
+    /// name).
+    pub const fn with_lock(name: &'static CStr, count: fn() -> usize, init: unsafe fn(*mut T)) -> SharedSlice<T> {
+        SharedSlice { name, count, init, place: Place::new(true), len: AtomicUsize::new(0) }
+    }
+
+    /// The elements, or an ERROR that says how to fix a missing `shared_preload_libraries`.
+    #[inline]
+    pub fn get(&self) -> &'static [T] {
+        let at = self.place.at().cast::<T>();
+        // SAFETY: attached: `len` (`count()`) elements, initialised before any process could
+        // attach, for the life of the server.
+        unsafe { std::slice::from_raw_parts(at, self.len.load(Ordering::Relaxed)) }
+    }
+
+    /// Holds the region's LWLock exclusively while the guard lives.
+    pub fn exclusive(&self) -> LockGuard {
+        self.place.exclusive()
+    }
+
+    /// Holds the region's LWLock shared while the guard lives.
+    pub fn shared(&self) -> LockGuard {
+        self.place.shared()
+    }
+}
+
+impl<T: Sync + 'static> Region for SharedSlice<T> {
+    fn name(&self) -> &'static CStr {
+        self.name
+    }
+
+    fn size(&self) -> usize {
+        (self.count)() * std::mem::size_of::<T>()
+    }
+
+    fn lwlocks(&self) -> u32 {
+        self.place.lwlocks()
+    }
+
+    unsafe fn init(&self, at: *mut u8) {
+        debug_assert!(at.align_offset(std::mem::align_of::<T>()) == 0);
+        for i in 0..(self.count)() {
+            // SAFETY: per the trait's contract the memory holds `count()` zeroed elements, ours alone.
+            unsafe { (self.init)(at.cast::<T>().add(i)) };
         }
     }
 
-    /// Wakes the clock worker, if it runs: a generator reached the mark, or a floor was advanced.
-    pub fn wake_clock_worker(&self) {
-        set_latch(&self.clock_worker_latch);
-    }
-
-    /// Wakes the lease worker, if it runs: a call found no lease.
-    pub fn wake_lease_worker(&self) {
-        set_latch(&self.lease.worker_latch);
-    }
-
-
-    /// The condition variable, as PostgreSQL's functions want it.
-    pub fn segment_loaded(&self) -> *mut pg_sys::ConditionVariable {
-        (&raw const self.segment_loaded).cast_mut()
+    fn attach(&self, at: *mut u8, lwlocks: *mut pg_sys::LWLockPadded) {
+        self.len.store((self.count)(), Ordering::Relaxed);
+        self.place.attach(at, lwlocks);
     }
 }
 
-/// Sets a worker's latch, published while the worker runs (null otherwise).
-pub fn set_latch(latch: &AtomicPtr<pg_sys::Latch>) {
-    let latch = latch.load(std::sync::atomic::Ordering::Acquire);
-    if !latch.is_null() {
-        // SAFETY: each worker clears its pointer before its latch goes away.
-        unsafe { pg_sys::SetLatch(latch) };
+/// A region of `size()` bytes, zeroed, whose owner lays its parts out (a cache of several arrays
+/// sized by settings), and the LWLock that guards their rare changes if it has one.
+pub struct SharedBytes {
+    name: &'static CStr,
+    size: fn() -> usize,
+    place: Place,
+}
+
+impl SharedBytes {
+    /// A region named `name` of `size()` bytes, with no LWLock.
+    pub const fn new(name: &'static CStr, size: fn() -> usize) -> SharedBytes {
+        SharedBytes { name, size, place: Place::new(false) }
+    }
+
+    /// A region named `name` of `size()` bytes, with one LWLock (its tranche has the region's name).
+    pub const fn with_lock(name: &'static CStr, size: fn() -> usize) -> SharedBytes {
+        SharedBytes { name, size, place: Place::new(true) }
+    }
+
+    /// Where the region starts (on a cache line), or an ERROR that says how to fix a missing
+    /// `shared_preload_libraries`.
+    #[inline]
+    pub fn start(&self) -> *mut u8 {
+        self.place.at()
+    }
+
+    /// Holds the region's LWLock exclusively while the guard lives.
+    pub fn exclusive(&self) -> LockGuard {
+        self.place.exclusive()
+    }
+
+    /// Holds the region's LWLock shared while the guard lives.
+    pub fn shared(&self) -> LockGuard {
+        self.place.shared()
     }
 }
 
-/// Bytes of shared memory: the state, then the area of the layers above.
-fn shared_size() -> usize {
-    std::mem::size_of::<SharedState>() + (hooks().area_size)()
+impl Region for SharedBytes {
+    fn name(&self) -> &'static CStr {
+        self.name
+    }
+
+    fn size(&self) -> usize {
+        (self.size)()
+    }
+
+    fn lwlocks(&self) -> u32 {
+        self.place.lwlocks()
+    }
+
+    unsafe fn init(&self, _at: *mut u8) {}
+
+    fn attach(&self, at: *mut u8, lwlocks: *mut pg_sys::LWLockPadded) {
+        self.place.attach(at, lwlocks);
+    }
 }
 
-/// The generator clock's offset when shared memory was torn down after a crash; postmaster only.
-static mut CLOCK_OFFSET_AT_RESET: Option<i64> = None;
-
-/// Set in the postmaster by the startup hook; backends inherit them through fork.
-static mut SHARED: *const SharedState = std::ptr::null();
-static mut AREA: *mut u8 = std::ptr::null_mut();
-static mut SEGMENT_LOCK: *mut pg_sys::LWLock = std::ptr::null_mut();
-static mut SEQ_LOCK: *mut pg_sys::LWLock = std::ptr::null_mut();
-static mut HOOKS: Option<Hooks> = None;
-
-/// The hooks `install_hooks` was given.
-fn hooks() -> Hooks {
-    // SAFETY: set once in _PG_init, before any hook runs; read (copied) only after.
-    unsafe { HOOKS }.expect("shared-memory hooks installed")
+/// What happens besides building the regions: once all of them are new (at start, after a
+/// crash), in the postmaster before any other process exists; and when the postmaster's shared
+/// memory goes (`clean`: a clean exit, every other process gone; else a crash's teardown).
+#[derive(Clone, Copy)]
+pub struct Hooks {
+    pub regions: &'static [&'static dyn Region],
+    pub on_create: fn(),
+    pub on_exit: fn(clean: bool),
 }
-const LOCK_TRANCHE: &std::ffi::CStr = c"pg_idgen";
-static mut PREV_SHMEM_REQUEST_HOOK: pg_sys::shmem_request_hook_type = None;
-static mut PREV_SHMEM_STARTUP_HOOK: pg_sys::shmem_startup_hook_type = None;
 
-/// Installs the hooks that request and create the shared state. Called from `_PG_init` only when
-/// the library is being preloaded: shared memory cannot be added later.
+/// Set in `_PG_init`, read by the hooks.
+static HOOKS: OnceLock<Hooks> = OnceLock::new();
+/// The hooks that were installed before ours, called first. Why not `static mut`: they are set
+/// once, before the hooks can run.
+static PREVIOUS_REQUEST_HOOK: OnceLock<pg_sys::shmem_request_hook_type> = OnceLock::new();
+static PREVIOUS_STARTUP_HOOK: OnceLock<pg_sys::shmem_startup_hook_type> = OnceLock::new();
+/// Set in the postmaster once the regions are attached; inherited by every process it forks.
+static ATTACHED: AtomicBool = AtomicBool::new(false);
+
+/// Installs the hooks that request and build the regions. Called from `_PG_init` only when the
+/// library is being preloaded: shared memory cannot be added later.
 pub fn install_hooks(hooks: Hooks) {
-    // SAFETY: _PG_init runs once, in the postmaster, before any hook can be called.
+    let _ = HOOKS.set(hooks);
+    // SAFETY: _PG_init runs once, in the postmaster, before any hook can be called; PostgreSQL's
+    // hook variables are plain C globals, chained by saving the previous value.
     unsafe {
-        HOOKS = Some(hooks);
-        PREV_SHMEM_REQUEST_HOOK = pg_sys::shmem_request_hook;
+        let _ = PREVIOUS_REQUEST_HOOK.set(pg_sys::shmem_request_hook);
         pg_sys::shmem_request_hook = Some(request_shared_memory);
-        PREV_SHMEM_STARTUP_HOOK = pg_sys::shmem_startup_hook;
+        let _ = PREVIOUS_STARTUP_HOOK.set(pg_sys::shmem_startup_hook);
         pg_sys::shmem_startup_hook = Some(attach_shared_memory);
     }
 }
+
+fn hooks() -> &'static Hooks {
+    HOOKS.get().expect("shared-memory hooks installed")
+}
+
+/// What PostgreSQL adds to a struct's size when it allocates it: it starts each on a cache line.
+const ALIGNMENT_SLACK: usize = 128;
 
 #[pg_guard]
 unsafe extern "C-unwind" fn request_shared_memory() {
     // SAFETY: the request hook runs once, in the postmaster; the previous hook is chained first.
     unsafe {
-        if let Some(prev) = PREV_SHMEM_REQUEST_HOOK {
-            pg_sys::ffi::pg_guard_ffi_boundary(|| prev());
+        if let Some(previous) = PREVIOUS_REQUEST_HOOK.get().copied().flatten() {
+            pg_sys::ffi::pg_guard_ffi_boundary(|| previous());
         }
-        pg_sys::RequestAddinShmemSpace(shared_size());
-        pg_sys::RequestNamedLWLockTranche(LOCK_TRANCHE.as_ptr(), 2);
+        for region in hooks().regions {
+            pg_sys::RequestAddinShmemSpace(region.size() + ALIGNMENT_SLACK);
+            if region.lwlocks() > 0 {
+                pg_sys::RequestNamedLWLockTranche(region.name().as_ptr(), region.lwlocks() as i32);
+            }
+        }
     }
 }
 
 /// Runs in the postmaster at start and again after every crash-restart, which wipes shared
-/// memory: the state is then built anew, from the persisted high-water mark.
+/// memory: every region is then built anew, and `Hooks::on_create` runs.
 #[pg_guard]
 unsafe extern "C-unwind" fn attach_shared_memory() {
-    // SAFETY: AddinShmemInitLock serialises the creation; the pointers are set once per creation,
-    // in the postmaster, and inherited by every process it forks.
+    // SAFETY: AddinShmemInitLock serialises the creation; the pointers are recorded once per
+    // creation, in the postmaster, and inherited by every process it forks.
     unsafe {
-        if let Some(prev) = PREV_SHMEM_STARTUP_HOOK {
-            pg_sys::ffi::pg_guard_ffi_boundary(|| prev());
+        if let Some(previous) = PREVIOUS_STARTUP_HOOK.get().copied().flatten() {
+            pg_sys::ffi::pg_guard_ffi_boundary(|| previous());
         }
         let lock = &raw mut (*pg_sys::MainLWLockArray.add(ADDIN_SHMEM_INIT_LOCK)).lock;
         pg_sys::LWLockAcquire(lock, pg_sys::LWLockMode::LW_EXCLUSIVE);
-        let mut found = false;
-        let state = pg_sys::ShmemInitStruct(c"pg_idgen".as_ptr(), shared_size(), &mut found).cast::<SharedState>();
-        let area = state.add(1).cast::<u8>();
-        if !found {
-            SharedState::init(state, area, &hooks());
+        let mut created = false;
+        for region in hooks().regions {
+            let mut found = false;
+            let at = pg_sys::ShmemInitStruct(region.name().as_ptr(), region.size(), &mut found).cast::<u8>();
+            if !found {
+                at.write_bytes(0, region.size());
+                region.init(at);
+                created = true;
+            }
+            let lwlocks = if region.lwlocks() > 0 { pg_sys::GetNamedLWLockTranche(region.name().as_ptr()) } else { std::ptr::null_mut() };
+            region.attach(at, lwlocks);
         }
-        SHARED = state;
-        AREA = area;
-        let locks = pg_sys::GetNamedLWLockTranche(LOCK_TRANCHE.as_ptr());
-        SEGMENT_LOCK = &raw mut (*locks).lock;
-        SEQ_LOCK = &raw mut (*locks.add(1)).lock;
+        ATTACHED.store(true, Ordering::Relaxed);
+        if created {
+            (hooks().on_create)();
+        }
         pg_sys::LWLockRelease(lock);
         if !pg_sys::IsUnderPostmaster {
             pg_sys::on_shmem_exit(Some(at_postmaster_shmem_exit), pg_sys::Datum::from(0));
@@ -342,50 +381,40 @@ unsafe extern "C-unwind" fn attach_shared_memory() {
     }
 }
 
-/// Runs in the postmaster when shared memory goes: at a clean exit (code 0), to save the exact
-/// marks; when it is torn down after a crash, to keep the generator clock for the next state.
+/// Runs in the postmaster when shared memory goes: at a clean exit (code 0) or when it is torn
+/// down after a crash.
 #[pg_guard]
 unsafe extern "C-unwind" fn at_postmaster_shmem_exit(code: i32, _arg: pg_sys::Datum) {
-    if !is_attached() {
-        return;
-    }
-    if code == 0 {
-        (hooks().on_clean_exit)();
-    } else {
-        // SAFETY: the postmaster alone runs this, before shared memory is detached.
-        unsafe { CLOCK_OFFSET_AT_RESET = Some(shared().generator_clock.offset_us()) };
+    if is_attached() {
+        (hooks().on_exit)(code == 0);
     }
 }
 
 /// `AddinShmemInitLock` is a C macro: slot 21 of the main LWLock array in PostgreSQL 15.
 const ADDIN_SHMEM_INIT_LOCK: usize = 21;
 
-/// The shared state, or an ERROR that says how to fix a missing `shared_preload_libraries`.
+/// Whether the library was preloaded and its shared memory is there.
 #[inline]
-pub fn shared() -> &'static SharedState {
-    let state = unsafe { SHARED };
-    if state.is_null() {
+pub fn is_attached() -> bool {
+    ATTACHED.load(Ordering::Relaxed)
+}
+
+/// Raises the ERROR that says how to fix a missing `shared_preload_libraries`, unless the library
+/// was preloaded: what a generator checks first.
+#[inline]
+pub fn require_preloaded() {
+    if !is_attached() {
         not_preloaded();
     }
-    // SAFETY: non-null, so attached: it points at the state for the life of the server.
-    unsafe { &*state }
 }
 
-/// Whether the library was preloaded and its shared memory is there.
-pub fn is_attached() -> bool {
-    unsafe { !SHARED.is_null() }
-}
-
-/// The area after the state (see `Hooks`); its size is `Hooks::area_size`.
-pub fn area() -> *mut u8 {
-    shared();
-    unsafe { AREA }
-}
-
-/// The LWLock that guards registering, dropping and switching segment slots.
-pub fn segment_lock() -> *mut pg_sys::LWLock {
-    shared();
-    unsafe { SEGMENT_LOCK }
+/// Sets a worker's latch, published while the worker runs (null otherwise).
+pub fn set_latch(latch: &AtomicPtr<pg_sys::Latch>) {
+    let latch = latch.load(Ordering::Acquire);
+    if !latch.is_null() {
+        // SAFETY: each worker clears its pointer before its latch goes away.
+        unsafe { pg_sys::SetLatch(latch) };
+    }
 }
 
 /// Holds an LWLock of pg_idgen's for its lifetime.
@@ -412,14 +441,10 @@ impl Drop for LockGuard {
     }
 }
 
-/// The LWLock that guards taking, evicting and raising the sections of per-key sequences.
-pub fn seq_lock() -> *mut pg_sys::LWLock {
-    shared();
-    unsafe { SEQ_LOCK }
-}
-
+/// The ERROR of a call that needs shared memory in a server that did not preload the library: it
+/// says how to fix `shared_preload_libraries`.
 #[cold]
-fn not_preloaded() -> ! {
+pub fn not_preloaded() -> ! {
     crate::errors::raise(
         PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
         "pg_idgen must be loaded via shared_preload_libraries to generate ids".into(),

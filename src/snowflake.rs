@@ -15,7 +15,7 @@ use crate::{node, settings, shmem};
 /// The next snowflake id of this server: unique, and greater than every id it handed out before.
 fn snowflake_next() -> i64 {
     // Why first: without shared_preload_libraries, that is the error to fix, not the node id.
-    shmem::shared();
+    shmem::require_preloaded();
     let config = settings::config();
     let generator = node::snowflake_generator(config);
     let (stamp, node_id) = match node::fixed_node_id(config) {
@@ -29,7 +29,7 @@ fn snowflake_next() -> i64 {
 /// `n` snowflake ids in one call, in increasing order: the next `n` of this server, taken at once
 /// (no other call's ids fall between them). Within one tick they are consecutive integers.
 fn snowflake_next_range(n: i64) -> SetOfIterator<'static, i64> {
-    shmem::shared();
+    shmem::require_preloaded();
     let config = settings::config();
     let generator = node::snowflake_generator(config);
     let max_block = generator.max_block(config);
@@ -58,14 +58,14 @@ fn snowflake_next_range(n: i64) -> SetOfIterator<'static, i64> {
 /// from another server, say), durably. Like `setval()` after a restore; superusers only, unless
 /// granted.
 fn snowflake_advance_past(id: i64) {
-    let state = shmem::shared();
+    let state = crate::engine::generators();
     let config = settings::config();
     let generator = node::snowflake_generator(config);
     let tick = crate::decode::snowflake_parts(&config.layout, id).tick;
     // The next tick: ids of `id`'s own tick from another node id may sort either side of it.
     let last_of_tick = generator.shape.stamp(tick, config.layout.max_sequence());
     if let Some(lease) = &config.lease {
-        node::refuse_lead_past_lease(lease, generator.shape.end_us(last_of_tick) - state.generator_clock.now_us());
+        node::refuse_lead_past_lease(lease, generator.shape.end_us(last_of_tick) - state.clock.now_us());
     }
     crate::mark::advance_past(&generator, last_of_tick, "snowflake_advance_past()");
 }
@@ -99,9 +99,7 @@ mod tests {
 
     #[pg_test]
     fn snowflake_next_increases_and_carries_this_node() {
-        let ids: Vec<i64> = (0..10_000)
-            .map(|_| Spi::get_one::<i64>("SELECT snowflake_next()").unwrap().unwrap())
-            .collect();
+        let ids: Vec<i64> = (0..10_000).map(|_| Spi::get_one::<i64>("SELECT snowflake_next()").unwrap().unwrap()).collect();
         assert!(ids.windows(2).all(|w| w[0] < w[1]), "ids of one backend strictly increase");
         let node = Spi::get_one::<i32>(&format!("SELECT (id_decode({})).node_id", ids[0])).unwrap();
         assert_eq!(node, Some(7));

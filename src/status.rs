@@ -8,9 +8,9 @@ use pgrx::prelude::*;
 
 use crate::c_function::{self, c_functions, column};
 use crate::clock;
-use crate::engine::Generator;
+use crate::engine::{generators, Generator};
 use crate::families::{self, SNOWFLAKE};
-use crate::{mark, settings, shmem, snowflake};
+use crate::{mark, settings, snowflake};
 
 // pg_idgen_status()'s declaration (a row filled by column name), and both functions' comments.
 pgrx::extension_sql_file!("status.sql", name = "status", requires = [pg_idgen_generators]);
@@ -25,7 +25,8 @@ c_functions! {
 /// # Safety
 /// `fcinfo` is the call of `pg_idgen_status()`, declared with OUT columns named and typed as here.
 unsafe fn status_row(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
-    let state = shmem::shared();
+    let state = generators();
+    let (marks, watch) = (mark::marks(), crate::clock::WATCH.get());
     let config = settings::config();
     let layout = &config.layout;
     let now_us = clock::wall_unix_micros();
@@ -35,9 +36,9 @@ unsafe fn status_row(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
     let node_id = crate::node::current_node_id(config);
     let last_id = last.zip(node_id).map(|(last, node_id)| snowflake::id_of_stamp(layout, last, node_id));
     // How far ids are ahead of the wall clock: the generators' clock, or the newest id if later.
-    let ahead_us = (state.generator_clock.now_us().max(mark::newest_id_us(state, config)) - now_us).max(0);
-    let steps = &state.clock_steps;
-    let advanced_at_us = state.mark.advanced_at_us.load(Relaxed);
+    let ahead_us = (state.clock.now_us().max(mark::newest_id_us(config)) - now_us).max(0);
+    let steps = &watch.steps;
+    let advanced_at_us = marks.advanced_at_us.load(Relaxed);
 
     let columns = [
         column("node_id", node_id.map(|n| n as i32)),
@@ -53,10 +54,10 @@ unsafe fn status_row(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
         column("largest_clock_backward", Interval::from_micros(steps.backward_max_us.load(Relaxed) as i64)),
         column("clock_forward_events", steps.forward_count.load(Relaxed) as i64),
         column("largest_clock_forward", Interval::from_micros(steps.forward_max_us.load(Relaxed) as i64)),
-        column("high_water_mark", clock::unix_micros_to_timestamptz(state.mark.latest_durable_us())),
+        column("high_water_mark", clock::unix_micros_to_timestamptz(marks.latest_durable_us())),
         column("clock_reserve", Interval::from_micros(config.clock_reserve_ms as i64 * 1000)),
         column("mark_advanced_at", (advanced_at_us != 0).then(|| clock::unix_micros_to_timestamptz(advanced_at_us))),
-        column("clock_worker_pid", Some(state.clock_worker_pid.load(Relaxed)).filter(|&pid| pid != 0)),
+        column("clock_worker_pid", Some(watch.worker_pid.load(Relaxed)).filter(|&pid| pid != 0)),
     ];
     // SAFETY: the call's own fcinfo; each column's datum is of its type.
     unsafe { c_function::return_row(fcinfo, &columns) }
@@ -66,6 +67,9 @@ unsafe fn status_row(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
 /// One row per time-based family (`families::FAMILIES`): its clock, its capacity, the time of
 /// its last value handed out since the start (NULL before the first), its floor and its durable
 /// high-water mark. A new family adds a row.
+// Why allowed: pgrx takes a set-returning function's column names from the `name!` in its
+// signature, so its row type cannot be named apart.
+#[allow(clippy::type_complexity)]
 fn pg_idgen_generators() -> TableIterator<
     'static,
     (
@@ -78,7 +82,7 @@ fn pg_idgen_generators() -> TableIterator<
         name!(high_water_mark, TimestampWithTimeZone),
     ),
 > {
-    let state = shmem::shared();
+    let state = generators();
     let config = settings::config();
     let rows = Generator::all(config).map(|generator| {
         let shape = &generator.shape;
@@ -90,7 +94,7 @@ fn pg_idgen_generators() -> TableIterator<
             shape.ids_per_second_cap() as i64,
             generator.last_handed_out(state).map(|last| clock::unix_micros_to_timestamptz(shape.start_us(last))),
             clock::unix_micros_to_timestamptz(shape.start_us(floor)),
-            clock::unix_micros_to_timestamptz(state.mark.durable_us[generator.family.index].load(Relaxed)),
+            clock::unix_micros_to_timestamptz(mark::marks().durable_us[generator.family.index].load(Relaxed)),
         )
     });
     debug_assert_eq!(rows.len(), families::COUNT);
@@ -105,10 +109,7 @@ mod tests {
 
     #[pg_test]
     fn status_reports_the_configuration() {
-        let row = Spi::get_three::<i32, String, i64>(
-            "SELECT node_id, layout, ids_per_second_cap FROM pg_idgen_status()",
-        )
-        .unwrap();
+        let row = Spi::get_three::<i32, String, i64>("SELECT node_id, layout, ids_per_second_cap FROM pg_idgen_status()").unwrap();
         assert_eq!(row, (Some(7), Some("twitter 41/10/12".to_string()), Some(4_096_000)));
     }
 }

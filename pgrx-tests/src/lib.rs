@@ -22,8 +22,8 @@ pub mod manual;
 fn pg_config(option: &str) -> String {
     // Why not the pg_config on the PATH: Debian's picks the newest PostgreSQL installed, which
     // need not be the one the extension was built for.
-    let pg_config = std::env::var("PG_CONFIG")
-        .expect("PG_CONFIG names the pg_config of the PostgreSQL under test: run through ./dev test, or set it");
+    let pg_config =
+        std::env::var("PG_CONFIG").expect("PG_CONFIG names the pg_config of the PostgreSQL under test: run through ./dev test, or set it");
     let out = Command::new(&pg_config).arg(option).output().unwrap_or_else(|e| panic!("cannot run {pg_config}: {e}"));
     assert!(out.status.success(), "{pg_config} {option} failed");
     String::from_utf8(out.stdout).unwrap().trim().to_string()
@@ -104,12 +104,7 @@ impl Cluster {
         // tests find a server's processes by its name (pgrep). PG_IDGEN_TEST_TAG tells apart two
         // checkouts that run the same suite on one machine at once.
         let tag = std::env::var("PG_IDGEN_TEST_TAG").map(|t| format!("-{t}")).unwrap_or_default();
-        Cluster {
-            dir: root.join(format!("system{tag}-pg{}-{name}", pg_major())),
-            port: next_port(),
-            fake_clock: None,
-            environment: Vec::new(),
-        }
+        Cluster { dir: root.join(format!("system{tag}-pg{}-{name}", pg_major())), port: next_port(), fake_clock: None, environment: Vec::new() }
     }
 
     pub fn data(&self) -> String {
@@ -425,10 +420,7 @@ pub fn sqlstate(error: &postgres::Error) -> String {
 /// were made.
 pub fn generate_concurrently(cluster: &Cluster, table: &str, generator: &str, sql_type: &str, clients: i32, per_client: i32) {
     const BATCH: i32 = 10_000;
-    cluster
-        .connect()
-        .batch_execute(&format!("CREATE TABLE {table} (client int, n int, id {sql_type}, made_at timestamptz)"))
-        .unwrap();
+    cluster.connect().batch_execute(&format!("CREATE TABLE {table} (client int, n int, id {sql_type}, made_at timestamptz)")).unwrap();
     let insert_made = format!(
         "INSERT INTO {table} SELECT $1, n, {generator}, clock_timestamp()
            FROM generate_series($2::int, $2::int + $3::int - 1) AS n"
@@ -612,8 +604,7 @@ pub fn assert_ids_unique_and_ordered(db: &mut Client, table: &str, clients: &[Cl
     for (client, taken) in clients.iter().enumerate() {
         for (chunk_number, chunk) in taken.ids.chunks(CHUNK).enumerate() {
             let first = (chunk_number * CHUNK) as i32;
-            let per_family: Vec<Vec<&str>> =
-                (0..TIME_BASED.len()).map(|i| chunk.iter().map(|row| row[i].as_str()).collect()).collect();
+            let per_family: Vec<Vec<&str>> = (0..TIME_BASED.len()).map(|i| chunk.iter().map(|row| row[i].as_str()).collect()).collect();
             let (phase, client) = (taken.phase, client as i32);
             let mut params: Vec<&(dyn postgres::types::ToSql + Sync)> = vec![&phase, &client, &first];
             params.extend(per_family.iter().map(|ids| ids as &(dyn postgres::types::ToSql + Sync)));

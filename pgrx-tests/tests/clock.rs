@@ -165,10 +165,8 @@ fn promoted_standby_with_a_slow_clock_continues_past_the_old_primary() {
 /// generation resumes with ids greater than before.
 #[test]
 fn refuse_policy_errors_while_behind_and_resumes_when_the_clock_catches_up() {
-    let cluster = started_cluster_on_fake_clock(
-        "refuse",
-        &["pg_idgen.node_id = 15", "pg_idgen.clock_step_policy = refuse", "pg_idgen.max_clock_wait = 200"],
-    );
+    let cluster =
+        started_cluster_on_fake_clock("refuse", &["pg_idgen.node_id = 15", "pg_idgen.clock_step_policy = refuse", "pg_idgen.max_clock_wait = 200"]);
     let load_started = Instant::now();
     let before = Load::start(&cluster, 1, 0).stop_after(Duration::from_millis(300));
     cluster.set_clock_offset(-10);
@@ -209,9 +207,7 @@ fn refuse_policy_errors_while_behind_and_resumes_when_the_clock_catches_up() {
 fn a_terminated_clock_worker_holds_nothing_up() {
     let cluster = started_cluster("clock-worker", &["pg_idgen.node_id = 16"]);
     let mut db = cluster.connect();
-    let worker_pid = |db: &mut Client| -> Option<i32> {
-        status_row(db, "clock_worker_pid").get(0)
-    };
+    let worker_pid = |db: &mut Client| -> Option<i32> { status_row(db, "clock_worker_pid").get(0) };
     let load = Load::start(&cluster, CLIENTS, 0);
     let mut pids = Vec::new();
     for _ in 0..3 {
@@ -289,10 +285,8 @@ fn the_lead_after_crashes_shrinks_as_the_clock_catches_up() {
     let lead = seconds(&mut db, "ahead_of_clock");
     assert!(lead > 1.0, "the crashes left the ids ahead of the wall clock ({lead} s)");
     sleep(Duration::from_secs_f64(lead + 1.0));
-    let drift: f64 = db
-        .query_one("SELECT extract(epoch FROM snowflake_timestamp(snowflake_next()) - clock_timestamp())::float8", &[])
-        .unwrap()
-        .get(0);
+    let drift: f64 =
+        db.query_one("SELECT extract(epoch FROM snowflake_timestamp(snowflake_next()) - clock_timestamp())::float8", &[]).unwrap().get(0);
     assert!(drift.abs() < 1.0, "{lead:.1} s after the last restart a new id is {drift:.3} s off the wall clock");
     assert_ids_unique_and_ordered(&mut db, "lead", &taken);
 }
@@ -304,10 +298,8 @@ fn the_lead_after_crashes_shrinks_as_the_clock_catches_up() {
 #[test]
 fn a_brief_forward_jump_of_the_wall_clock_is_not_followed() {
     for policy in ["keep_generating", "refuse"] {
-        let cluster = started_cluster_on_fake_clock(
-            &format!("jump-{policy}"),
-            &["pg_idgen.node_id = 20", &format!("pg_idgen.clock_step_policy = {policy}")],
-        );
+        let cluster =
+            started_cluster_on_fake_clock(&format!("jump-{policy}"), &["pg_idgen.node_id = 20", &format!("pg_idgen.clock_step_policy = {policy}")]);
         let load = Load::start(&cluster, 2, 0);
         sleep(Duration::from_millis(1000));
         cluster.set_clock_offset(365 * 86_400);
@@ -343,7 +335,8 @@ fn a_lasting_forward_step_is_followed_after_the_delay() {
     let mut db = cluster.connect();
     cluster.set_clock_offset(3600);
     sleep(Duration::from_millis(500));
-    let early: f64 = db.query_one("SELECT extract(epoch FROM snowflake_timestamp(snowflake_next()) - clock_timestamp())::float8", &[]).unwrap().get(0);
+    let early: f64 =
+        db.query_one("SELECT extract(epoch FROM snowflake_timestamp(snowflake_next()) - clock_timestamp())::float8", &[]).unwrap().get(0);
     assert!(early < -3500.0, "not followed before the delay: the id is {early} s off the stepped clock");
     sleep(Duration::from_millis(2500));
     let late: f64 = db.query_one("SELECT extract(epoch FROM snowflake_timestamp(snowflake_next()) - clock_timestamp())::float8", &[]).unwrap().get(0);
@@ -457,10 +450,7 @@ fn calls_past_the_end_of_the_format_fail_at_once_and_can_be_cancelled() {
     let objectids = started_cluster("format-end-objectid", &["pg_idgen.max_clock_borrow = '500ms'"]);
     let mut db = objectids.connect();
     db.batch_execute("SELECT objectid_advance_past('fffffffe0000000000000000')").unwrap();
-    let last: String = db
-        .query_one("SELECT max(objectid_gen())::text FROM (SELECT generate_series(1, 16777216)) AS s", &[])
-        .unwrap()
-        .get(0);
+    let last: String = db.query_one("SELECT max(objectid_gen())::text FROM (SELECT generate_series(1, 16777216)) AS s", &[]).unwrap().get(0);
     assert!(last.starts_with("ffffffff") && last.ends_with("ffffff"), "the last second's ObjectIds end at its last counter: {last}");
     let outcome = Running::start(&objectids, "SELECT objectid_gen()").ended_within(LIMIT, "an ObjectId past the format's end");
     assert_eq!(outcome.as_deref(), Some("22008"), "an ObjectId past the format's end");

@@ -392,7 +392,8 @@ fn names_in(hint: &str) -> Vec<String> {
             // A quote that opens a value (not an apostrophe inside a word): skipped to its end.
             '\'' if !before.is_alphanumeric() => {
                 i += 1;
-                while i < chars.len() && !(chars[i] == '\'' && !chars.get(i + 1).is_some_and(|c| c.is_alphanumeric())) {
+                let closes = |i: usize| chars[i] == '\'' && !chars.get(i + 1).is_some_and(|c| c.is_alphanumeric());
+                while i < chars.len() && !closes(i) {
                     i += 1;
                 }
             }
@@ -488,7 +489,8 @@ fn every_name_a_hint_gives_exists() {
     for hint in &hints {
         for name in names_in(&hint.text) {
             let last = name.rsplit('.').next().unwrap_or(&name);
-            if !known.contains(&name) && !(name.contains('.') && !name.starts_with("pg_idgen.") && known.contains(last)) {
+            let qualified_known = name.contains('.') && !name.starts_with("pg_idgen.") && known.contains(last);
+            if !known.contains(&name) && !qualified_known {
                 unknown.push(format!("{}: `{name}` in the hint \"{}\"", hint.place, hint.text));
             }
         }

@@ -58,8 +58,12 @@ fn registry_conninfo(registry: &Cluster) -> String {
 
 /// The settings of a server that leases its node id from `registry`, with a margin and more.
 fn lease_settings(registry: &Cluster, margin: &str, more: &[&str]) -> Vec<String> {
-    let mut settings =
-        vec![format!("pg_idgen.node_registry = '{}'", registry_conninfo(registry)), TTL.into(), LEAD.into(), format!("pg_idgen.node_lease_margin = '{margin}'")];
+    let mut settings = vec![
+        format!("pg_idgen.node_registry = '{}'", registry_conninfo(registry)),
+        TTL.into(),
+        LEAD.into(),
+        format!("pg_idgen.node_lease_margin = '{margin}'"),
+    ];
     settings.extend(more.iter().map(|s| s.to_string()));
     settings
 }
@@ -214,9 +218,7 @@ fn three_servers_lease_their_own_node_ids_and_share_a_sharded_table_without_dupl
             .collect();
         assert_eq!(nodes, vec![*node_id], "server {i}'s rows carry its leased node id");
     }
-    let shards: Vec<i64> = (0..3)
-        .map(|i| servers[i].connect().query_one(&format!("SELECT count(*) FROM shard{i}"), &[]).unwrap().get(0))
-        .collect();
+    let shards: Vec<i64> = (0..3).map(|i| servers[i].connect().query_one(&format!("SELECT count(*) FROM shard{i}"), &[]).unwrap().get(0)).collect();
     assert!(shards.iter().all(|&n| n > expected / 6), "the hash spreads the rows over the shards: {shards:?}");
 }
 
@@ -298,8 +300,7 @@ fn a_frozen_servers_node_id_goes_to_another_only_after_its_lease_and_margin() {
     let mut ids_a: Vec<i64> = (0..1000).map(|_| a.query_one("SELECT snowflake_next()", &[]).unwrap().get(0)).collect();
     let freeze = Frozen::freeze(&frozen);
     let mut r = registry.connect();
-    let expired_at: String =
-        r.query_one("SELECT expires_at::text FROM node_lease WHERE node_id = $1", &[&node_id]).unwrap().get(0);
+    let expired_at: String = r.query_one("SELECT expires_at::text FROM node_lease WHERE node_id = $1", &[&node_id]).unwrap().get(0);
 
     let settings = lease_settings(&registry, "2s", &[&format!("pg_idgen.node_id = {node_id}")]);
     let taker = started_cluster_with_clock_offset("frozen-b", -30, &settings.iter().map(String::as_str).collect::<Vec<_>>());
@@ -365,7 +366,7 @@ fn a_duplicate_fixed_node_id_and_a_promoted_standby_never_share_a_node_id() {
     let row = db.query_one("SELECT state, last_error FROM node_lease_status()", &[]).unwrap();
     assert_eq!(row.get::<_, String>(0), "refused");
     let last_error: String = row.get(1);
-    assert!(last_error.contains(&format!("node id 7 is held by")) && last_error.contains(&format!("port {}", first.port)), "{last_error}");
+    assert!(last_error.contains("node id 7 is held by") && last_error.contains(&format!("port {}", first.port)), "{last_error}");
     let before: i64 = first.connect().query_one("SELECT snowflake_next()", &[]).expect("the first server makes ids").get(0);
     // Restarted, the first server takes its own node id back (its earlier start's row, once that
     // lease has ended), and goes on above its earlier ids.
@@ -414,8 +415,7 @@ fn a_duplicate_fixed_node_id_and_a_promoted_standby_never_share_a_node_id() {
 #[test]
 fn two_writers_replicate_into_a_third_without_duplicates() {
     let registry = registry("replication-registry");
-    let writers: Vec<Cluster> =
-        (0..2).map(|i| leasing(&format!("replication-writer{i}"), &registry, "2s", &["wal_level = logical"])).collect();
+    let writers: Vec<Cluster> = (0..2).map(|i| leasing(&format!("replication-writer{i}"), &registry, "2s", &["wal_level = logical"])).collect();
     let subscriber = started_cluster("replication-subscriber", &[]);
     const TABLE: &str = "CREATE TABLE events (id bigint PRIMARY KEY DEFAULT snowflake_next(), origin int, n int)";
     subscriber.connect().batch_execute(TABLE).unwrap();
@@ -544,10 +544,7 @@ fn servers_share_one_segment_number_space_and_outlast_an_authority_outage() {
         }
     };
     assert_eq!(sqlstate(&error), "08006", "{error:?}");
-    assert!(
-        error.as_db_error().unwrap().message().contains("segment authority (pg_idgen.segment_authority)"),
-        "{error:?}"
-    );
+    assert!(error.as_db_error().unwrap().message().contains("segment authority (pg_idgen.segment_authority)"), "{error:?}");
     assert!(!format!("{error:?}").contains(&authority.socket_dir()), "the error shows the authority's address: {error:?}");
     let row = db.query_one("SELECT reachable, last_error FROM segment_authority_status()", &[]).unwrap();
     assert!(!row.get::<_, bool>(0), "the status says the authority is unreachable");
@@ -555,10 +552,7 @@ fn servers_share_one_segment_number_space_and_outlast_an_authority_outage() {
     // failed") or of one the stopping authority ended ("server closed the connection"), whichever
     // the worker met last (seen on 16).
     let last_error: String = row.get(1);
-    assert!(
-        last_error.contains("connection to server") || last_error.contains("server closed the connection"),
-        "{last_error:?}"
-    );
+    assert!(last_error.contains("connection to server") || last_error.contains("server closed the connection"), "{last_error:?}");
 
     authority.start();
     let back = Instant::now();
@@ -712,7 +706,13 @@ fn lease_of(cluster: &Cluster, wanted: i32, seconds: u64) {
         if row.get::<_, String>(0) == "held" && row.get::<_, Option<i32>>(1) == Some(wanted) {
             return;
         }
-        assert!(Instant::now() < deadline, "no lease of node id {wanted} within {seconds} s: {:?} {:?} {:?}", row.get::<_, String>(0), row.get::<_, Option<i32>>(1), row.get::<_, Option<String>>(2));
+        assert!(
+            Instant::now() < deadline,
+            "no lease of node id {wanted} within {seconds} s: {:?} {:?} {:?}",
+            row.get::<_, String>(0),
+            row.get::<_, Option<i32>>(1),
+            row.get::<_, Option<String>>(2)
+        );
         thread::sleep(Duration::from_millis(100));
     }
 }
@@ -773,7 +773,8 @@ fn a_registry_set_back_hands_out_no_floor_below_ids_its_old_holder_made() {
     let renew = |seconds: i64| format!("SELECT pg_idgen_node_lease_renew('{holder}', 5, 3000, 1000, {}, 0)", ahead_us(seconds));
     assert!(!r.query_one(&renew(30), &[]).unwrap().get::<_, bool>(0), "a renewal for ids 30 s ahead is refused");
     assert!(r.query_one(&renew(10), &[]).unwrap().get::<_, bool>(0), "a renewal for ids 10 s ahead is not");
-    let error = b.connect().batch_execute("SELECT snowflake_advance_past(snowflake_min(clock_timestamp() + interval '25 s'))").expect_err("25 s ahead");
+    let error =
+        b.connect().batch_execute("SELECT snowflake_advance_past(snowflake_min(clock_timestamp() + interval '25 s'))").expect_err("25 s ahead");
     assert_eq!(sqlstate(&error), "22023", "{error:?}");
 }
 
@@ -894,10 +895,8 @@ fn a_registry_counts_its_start_a_copied_database_and_a_holders_evidence_as_reset
     // A holder's evidence: its row's bound set back below what it was confirmed.
     let node_id = take_after_the_wait(&mut r, "h1", 40);
     let bound: i64 = r.query_one("SELECT ids_before_us FROM node_lease WHERE holder = 'h1'", &[]).unwrap().get(0);
-    let renewed: bool = r
-        .query_one("SELECT pg_idgen_node_lease_renew('h1', $1, 3000, 1000, $2, $3)", &[&node_id, &bound, &(bound + 1)])
-        .unwrap()
-        .get(0);
+    let renewed: bool =
+        r.query_one("SELECT pg_idgen_node_lease_renew('h1', $1, 3000, 1000, $2, $3)", &[&node_id, &bound, &(bound + 1)]).unwrap().get(0);
     assert!(!renewed, "a renewal whose row is below what it was confirmed fails");
     assert_eq!(probe_take(&mut r, "h2", 3).unwrap().0, None, "no node id for another server after the holder's evidence");
 
@@ -910,10 +909,7 @@ fn a_registry_counts_its_start_a_copied_database_and_a_holders_evidence_as_reset
     assert!(probe_take(&mut r, "h5", 3).unwrap().0.is_some(), "the registry itself goes on");
 
     // A start with the clock behind: the wait runs from the latest renewal the rows show.
-    let latest_us: i64 = r
-        .query_one("SELECT (extract(epoch FROM max(renewed_at)) * 1e6)::bigint FROM node_lease", &[])
-        .unwrap()
-        .get(0);
+    let latest_us: i64 = r.query_one("SELECT (extract(epoch FROM max(renewed_at)) * 1e6)::bigint FROM node_lease", &[]).unwrap().get(0);
     drop(r);
     registry.stop();
     registry.set_clock_offset(-120);

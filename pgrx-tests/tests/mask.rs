@@ -176,12 +176,8 @@ fn exported_keys_imported_into_another_server_give_identical_masks() {
         let fields: Vec<&str> = line.split(' ').collect();
         let id: i64 = fields[0].parse().unwrap();
         let masked: i64 = fields[1].parse().unwrap();
-        let row = b
-            .query_one(
-                "SELECT id_unmask($1, 'orders', version => 1), id_unmask_base32($2, 'orders')",
-                &[&masked, &fields.last().unwrap()],
-            )
-            .unwrap();
+        let row =
+            b.query_one("SELECT id_unmask($1, 'orders', version => 1), id_unmask_base32($2, 'orders')", &[&masked, &fields.last().unwrap()]).unwrap();
         assert_eq!((row.get::<_, i64>(0), row.get::<_, i64>(1)), (id, id), "{line}");
     }
     for (name, cluster) in [("first", &first), ("second", &second)] {
@@ -248,10 +244,8 @@ fn a_role_without_rights_finds_no_key_anywhere() {
         assert!(!everything_readable.to_lowercase().contains(hex.as_str()), "a key is readable by the role");
         assert!(!log.contains(hex.as_str()), "the log holds a key");
     }
-    let dump = Command::new(bin("pg_dump"))
-        .args(["-h", &cluster.socket_dir(), "-p", &cluster.port.to_string(), "-U", "app", "postgres"])
-        .output()
-        .unwrap();
+    let dump =
+        Command::new(bin("pg_dump")).args(["-h", &cluster.socket_dir(), "-p", &cluster.port.to_string(), "-U", "app", "postgres"]).output().unwrap();
     assert!(!dump.status.success(), "the role's pg_dump must fail, not leave the keys out");
     let stderr = String::from_utf8_lossy(&dump.stderr);
     assert!(stderr.contains("row-level security") && stderr.contains("mask_key"), "{stderr}");

@@ -43,12 +43,9 @@ fn errors_carry_no_rust_backtrace_when_the_server_has_rust_backtrace_set() {
     assert_eq!(duplicate.as_db_error().unwrap().detail(), Some("Key (tag)=(raced) already exists."));
 
     let mut unprivileged = cluster.connect_as("postgres", "unprivileged");
-    for call in [
-        "SELECT segment_create('mine')",
-        "SELECT segment_drop('taken')",
-        "SELECT seq_space_create('mine')",
-        "SELECT seq_space_drop('spaced')",
-    ] {
+    for call in
+        ["SELECT segment_create('mine')", "SELECT segment_drop('taken')", "SELECT seq_space_create('mine')", "SELECT seq_space_drop('spaced')"]
+    {
         let error = unprivileged.batch_execute(call).expect_err("a role without rights on the tables");
         assert_eq!(sqlstate(&error), "42501", "{call}: {error:?}");
         no_backtrace(call, &error);

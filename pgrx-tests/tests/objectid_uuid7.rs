@@ -23,10 +23,7 @@ fn concurrent_clients_never_get_a_duplicate_objectid_or_uuid() {
         .unwrap();
     assert!(row.get::<_, bool>(0), "every ObjectId's second is the second it was made");
     assert_eq!(row.get::<_, i64>(1), 1, "one random part per server start");
-    let close: bool = db
-        .query_one("SELECT bool_and(abs(extract(epoch FROM (id_decode(id)).ts - made_at)) < 1) FROM uuids", &[])
-        .unwrap()
-        .get(0);
+    let close: bool = db.query_one("SELECT bool_and(abs(extract(epoch FROM (id_decode(id)).ts - made_at)) < 1) FROM uuids", &[]).unwrap().get(0);
     assert!(close, "every UUID's time is within 1 s of when it was made");
 }
 
@@ -96,14 +93,17 @@ fn a_hot_standby_makes_uuids_and_objectids_that_its_primary_does_not() {
     assert_cross_backend_order(&standby, "objectid_next()", "objectid", 2_000);
 
     let (last_u, last_o): (String, String) = {
-        let row = db.query_one("SELECT (SELECT u FROM made WHERE server = 'standby' ORDER BY u DESC LIMIT 1)::text,
-                    max(o)::text FROM made WHERE server = 'standby'", &[]).unwrap();
+        let row = db
+            .query_one(
+                "SELECT (SELECT u FROM made WHERE server = 'standby' ORDER BY u DESC LIMIT 1)::text,
+                    max(o)::text FROM made WHERE server = 'standby'",
+                &[],
+            )
+            .unwrap();
         (row.get(0), row.get(1))
     };
     standby.promote();
-    let after = standby
-        .connect()
-        .query_one("SELECT uuid_v7_next() > $1::text::uuid, objectid_next() > $2::text::objectid", &[&last_u, &last_o])
-        .unwrap();
+    let after =
+        standby.connect().query_one("SELECT uuid_v7_next() > $1::text::uuid, objectid_next() > $2::text::objectid", &[&last_u, &last_o]).unwrap();
     assert!(after.get::<_, bool>(0) && after.get::<_, bool>(1), "promoted, the standby continues above its own values");
 }

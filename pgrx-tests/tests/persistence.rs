@@ -5,8 +5,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use pg_idgen_system_tests::{
-    assert_ids_unique_and_ordered, started_cluster, started_cluster_on_fake_clock, started_cluster_with_clock_offset, ClientIds, Cluster,
-    Load,
+    assert_ids_unique_and_ordered, started_cluster, started_cluster_on_fake_clock, started_cluster_with_clock_offset, ClientIds, Cluster, Load,
 };
 
 /// One client taking ids of the three time-based generators for a moment.
@@ -53,7 +52,10 @@ fn settings_that_would_make_smaller_ids_stop_the_start() {
     with(&[epoch]);
     cluster.start();
     taken.extend(take(&cluster, 1));
-    for lines in [&["pg_idgen.epoch = '2020-01-01 00:00:00+00'"][..], &["pg_idgen.epoch = '2020-01-01 00:00:00+00'", "pg_idgen.node_bits = 12", "pg_idgen.sequence_bits = 10"]] {
+    for lines in [
+        &["pg_idgen.epoch = '2020-01-01 00:00:00+00'"][..],
+        &["pg_idgen.epoch = '2020-01-01 00:00:00+00'", "pg_idgen.node_bits = 12", "pg_idgen.sequence_bits = 10"],
+    ] {
         cluster.stop();
         with(lines);
         cluster.start();
@@ -210,11 +212,7 @@ fn a_mark_file_of_version_0_2_is_taken_and_converted() {
     cluster.stop();
     let text = std::fs::read_to_string(cluster.data_file("pg_idgen.mark")).unwrap();
     // Version 0.2 wrote one number: the latest mark.
-    let mark_us: i64 = text
-        .lines()
-        .filter_map(|l| l.strip_prefix("mark_us ")?.split_whitespace().last()?.parse().ok())
-        .max()
-        .expect("mark_us lines");
+    let mark_us: i64 = text.lines().filter_map(|l| l.strip_prefix("mark_us ")?.split_whitespace().last()?.parse().ok()).max().expect("mark_us lines");
     std::fs::write(cluster.data_file("pg_idgen.mark"), format!("{mark_us}\n")).unwrap();
     std::fs::remove_dir_all(cluster.data_file("pg_idgen")).unwrap();
     cluster.set_clock_offset(-60);
@@ -322,10 +320,7 @@ fn a_standby_that_cannot_write_a_mark_stops_rather_than_forget_it() {
     }
     assert!(!standby.data_file("postmaster.pid").exists(), "the standby replays on:\n{}", standby.log());
     let log = standby.log();
-    assert!(
-        log.contains("FATAL:  could not keep a replayed high-water mark: could not write file \"pg_idgen/mark\": Permission denied"),
-        "{log}"
-    );
+    assert!(log.contains("FATAL:  could not keep a replayed high-water mark: could not write file \"pg_idgen/mark\": Permission denied"), "{log}");
 
     chmod(&copy_dir, "0700");
     standby.start();

@@ -76,8 +76,7 @@ fn use_segments(db: &mut Client, tag: &str) -> i64 {
         db.batch_execute(reset).unwrap();
     }
     db.execute("SELECT segment_create($1, step => 10)", &[&tag]).unwrap();
-    let distinct: i64 =
-        db.query_one("SELECT count(DISTINCT segment_next($1)) FROM generate_series(1, 5000)", &[&tag]).unwrap().get(0);
+    let distinct: i64 = db.query_one("SELECT count(DISTINCT segment_next($1)) FROM generate_series(1, 5000)", &[&tag]).unwrap().get(0);
     db.execute("SELECT segment_drop($1)", &[&tag]).unwrap();
     distinct
 }
@@ -105,8 +104,7 @@ fn a_database_owner_cannot_plant_code_that_pg_idgen_runs() {
     assert_eq!(path, "public, pg_catalog", "the superuser's session runs with the owner's path");
     assert_eq!(use_segments(&mut superuser, "p"), 5000);
     assert_eq!(planted_calls(&mut superuser), Vec::<String>::new(), "pg_idgen called a planted object");
-    let owner_is_superuser: bool =
-        owner.query_one("SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname = 'owner'", &[]).unwrap().get(0);
+    let owner_is_superuser: bool = owner.query_one("SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname = 'owner'", &[]).unwrap().get(0);
     assert!(!owner_is_superuser, "the owner became a superuser");
 
     owner.batch_execute(SETTINGS).unwrap();
@@ -125,10 +123,8 @@ fn a_schema_swapped_under_pg_idgen_never_runs_the_owners_code() {
     use std::sync::Arc;
     use std::time::{Duration, Instant};
 
-    let cluster = started_cluster(
-        "privileges-swap",
-        &["pg_idgen.database = 'app'", "pg_idgen.segment_max_step = 10", "pg_idgen.segment_wait_timeout = 500"],
-    );
+    let cluster =
+        started_cluster("privileges-swap", &["pg_idgen.database = 'app'", "pg_idgen.segment_max_step = 10", "pg_idgen.segment_wait_timeout = 500"]);
     let mut postgres = cluster.connect();
     postgres.batch_execute("CREATE ROLE owner LOGIN").unwrap();
     postgres.batch_execute("CREATE DATABASE app OWNER owner").unwrap();
@@ -245,8 +241,7 @@ fn a_trigger_added_by_a_grantee_never_runs_in_the_worker() {
 
     assert_eq!(use_segments(&mut superuser, "t"), 5000);
     assert_eq!(planted_calls(&mut superuser), Vec::<String>::new(), "the grantee's trigger ran");
-    let owner_is_superuser: bool =
-        owner.query_one("SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname = 'owner'", &[]).unwrap().get(0);
+    let owner_is_superuser: bool = owner.query_one("SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname = 'owner'", &[]).unwrap().get(0);
     assert!(!owner_is_superuser, "the owner became a superuser");
 
     owner.batch_execute("ALTER DATABASE app SET exit_on_error = on").unwrap();
@@ -337,8 +332,7 @@ fn a_renamed_extension_schema_does_not_let_the_owner_plant_the_migrations_calls(
     superuser.batch_execute("SELECT ext.snowflake_convert_column('data.orders', 'id')").unwrap();
     superuser.batch_execute("SELECT ext.segment_convert_column('data.invoices', 'no', 'invoices')").unwrap();
     assert_eq!(planted_calls(&mut superuser), Vec::<String>::new(), "the migration called a planted function");
-    let owner_is_superuser: bool =
-        owner.query_one("SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname = 'owner'", &[]).unwrap().get(0);
+    let owner_is_superuser: bool = owner.query_one("SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname = 'owner'", &[]).unwrap().get(0);
     assert!(!owner_is_superuser, "the owner became a superuser");
     let row = superuser
         .query_one(
@@ -385,10 +379,7 @@ fn a_schema_renamed_while_a_conversion_waits_never_runs_the_owners_code() {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     loop {
         let waiting: i64 = postgres
-            .query_one(
-                "SELECT count(*) FROM pg_catalog.pg_locks WHERE relation = $1 AND NOT granted",
-                &[&postgres::types::Oid::from(orders)],
-            )
+            .query_one("SELECT count(*) FROM pg_catalog.pg_locks WHERE relation = $1 AND NOT granted", &[&postgres::types::Oid::from(orders)])
             .unwrap()
             .get(0);
         if waiting > 0 {
@@ -404,8 +395,7 @@ fn a_schema_renamed_while_a_conversion_waits_never_runs_the_owners_code() {
 
     let mut check = cluster.connect_to("app");
     assert_eq!(planted_calls(&mut check), Vec::<String>::new(), "the conversion called a planted function");
-    let owner_is_superuser: bool =
-        check.query_one("SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname = 'owner'", &[]).unwrap().get(0);
+    let owner_is_superuser: bool = check.query_one("SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname = 'owner'", &[]).unwrap().get(0);
     assert!(!owner_is_superuser, "the owner became a superuser");
     assert_eq!(converted, Ok(()), "the conversions ran");
     let defaults: Vec<String> = check
@@ -489,8 +479,7 @@ fn a_trigger_added_by_a_grantee_never_runs_as_the_superuser_who_manages_tags() {
         superuser.batch_execute(call).unwrap_or_else(|e| panic!("{call}: {e}"));
     }
     assert_eq!(planted_calls(&mut superuser), Vec::<String>::new(), "the grantee's trigger ran as the superuser");
-    let owner_is_superuser: bool =
-        owner.query_one("SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname = 'owner'", &[]).unwrap().get(0);
+    let owner_is_superuser: bool = owner.query_one("SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname = 'owner'", &[]).unwrap().get(0);
     assert!(!owner_is_superuser, "the owner became a superuser");
     // The registry's functions (their callers are other servers' lease workers): pinned likewise.
     let pinned: i64 = superuser

@@ -28,9 +28,7 @@ fn outcome_within(cluster: &Cluster, statement: &str, limit: Duration) -> Option
 }
 
 fn total_waits(db: &mut Client, tag: &str) -> i64 {
-    db.query_one("SELECT coalesce(sum(waits), 0)::bigint FROM segment_status() WHERE tag = $1", &[&tag])
-        .unwrap()
-        .get(0)
+    db.query_one("SELECT coalesce(sum(waits), 0)::bigint FROM segment_status() WHERE tag = $1", &[&tag]).unwrap().get(0)
 }
 
 /// Claim: 4 clients × 250,000 numbers of one tag (step 100) are all distinct and each client's
@@ -60,8 +58,7 @@ fn rolled_back_numbers_are_never_seen_again() {
     let mut db = cluster.connect();
     db.batch_execute("SELECT segment_create('r', step => 10)").unwrap();
     let mut tx = db.transaction().unwrap();
-    let rolled_back: i64 =
-        tx.query_one("SELECT max(segment_next('r')) FROM generate_series(1, 1000)", &[]).unwrap().get(0);
+    let rolled_back: i64 = tx.query_one("SELECT max(segment_next('r')) FROM generate_series(1, 1000)", &[]).unwrap().get(0);
     tx.rollback().unwrap();
     let after: i64 = db.query_one("SELECT min(segment_next('r')) FROM generate_series(1, 1000)", &[]).unwrap().get(0);
     assert!(after > rolled_back, "{after} after rolled-back {rolled_back}");
@@ -152,9 +149,7 @@ fn a_terminated_worker_comes_back() {
     db.batch_execute("SELECT segment_create('w', step => 100)").unwrap();
     db.batch_execute("SELECT count(segment_next('w')) FROM generate_series(1, 1000)").unwrap();
     let worker_pid = |db: &mut Client| -> Option<i32> {
-        db.query_opt("SELECT pid FROM pg_stat_activity WHERE backend_type = 'pg_idgen worker'", &[])
-            .unwrap()
-            .map(|r| r.get(0))
+        db.query_opt("SELECT pid FROM pg_stat_activity WHERE backend_type = 'pg_idgen worker'", &[]).unwrap().map(|r| r.get(0))
     };
     let old = worker_pid(&mut db).expect("the worker runs");
     let terminated: bool = db.query_one("SELECT pg_terminate_backend($1)", &[&old]).unwrap().get(0);
@@ -169,9 +164,7 @@ fn a_terminated_worker_comes_back() {
     };
     assert_ne!(new, old);
     // 10,000 numbers need 100 new ranges of 100: all come from the new worker.
-    let row = db
-        .query_one("SELECT count(DISTINCT n) FROM (SELECT segment_next('w') AS n FROM generate_series(1, 10000)) AS s", &[])
-        .unwrap();
+    let row = db.query_one("SELECT count(DISTINCT n) FROM (SELECT segment_next('w') AS n FROM generate_series(1, 10000)) AS s", &[]).unwrap();
     assert_eq!(row.get::<_, i64>(0), 10_000);
 }
 
@@ -180,10 +173,7 @@ fn a_terminated_worker_comes_back() {
 /// and succeed again once the lock is released.
 #[test]
 fn a_locked_tag_table_is_survived_then_reported_then_recovered() {
-    let cluster = started_cluster(
-        "segment-lock",
-        &["pg_idgen.segment_max_step = 1000", "pg_idgen.segment_wait_timeout = 2000"],
-    );
+    let cluster = started_cluster("segment-lock", &["pg_idgen.segment_max_step = 1000", "pg_idgen.segment_wait_timeout = 2000"]);
     let mut db = cluster.connect();
     db.batch_execute("SELECT segment_create('l', step => 1000)").unwrap();
     // Past the prefetch share (10%): the worker loads the next range, so both ranges are cached.
@@ -291,10 +281,8 @@ fn every_database_with_the_extension_serves_its_own_segment_numbers() {
     }
     postgres.batch_execute("DROP DATABASE third").expect("no pg_idgen worker keeps the database from being dropped");
     // A block larger than anything cached needs a new range, so a worker must start again.
-    let other_idle: i64 = postgres
-        .query_one("SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'pg_idgen worker' AND datname = 'other'", &[])
-        .unwrap()
-        .get(0);
+    let other_idle: i64 =
+        postgres.query_one("SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'pg_idgen worker' AND datname = 'other'", &[]).unwrap().get(0);
     assert_eq!(other_idle, 0, "the worker of the idle database exited");
     let first: i64 = cluster.connect_to("other").query_one("SELECT segment_next_range('x', 100000)", &[]).unwrap().get(0);
     assert!(first > 10_000, "a later call is served again: {first}");
@@ -396,8 +384,7 @@ fn max_id_moves_only_forward_and_the_worker_follows_the_table() {
     assert!((1_000_001..=1_000_020).contains(&next), "the cache follows a max_id moved forward: {next}");
 
     db.batch_execute("ALTER SCHEMA public RENAME TO app").unwrap();
-    let numbers: Vec<i64> =
-        db.query("SELECT app.segment_next('m') FROM generate_series(1, 100)", &[]).unwrap().iter().map(|r| r.get(0)).collect();
+    let numbers: Vec<i64> = db.query("SELECT app.segment_next('m') FROM generate_series(1, 100)", &[]).unwrap().iter().map(|r| r.get(0)).collect();
     assert!(numbers[0] > next && numbers.windows(2).all(|w| w[1] > w[0]), "10 new ranges from the renamed schema's table");
 }
 
@@ -580,10 +567,7 @@ fn dropping_a_tag_in_another_database_leaves_the_segment_database_alone() {
 #[test]
 fn tags_work_in_a_latin1_database() {
     let cluster = started_cluster("segment-latin1", &["pg_idgen.database = 'latin'"]);
-    cluster
-        .connect()
-        .batch_execute("CREATE DATABASE latin ENCODING 'LATIN1' LOCALE 'C' TEMPLATE template0")
-        .unwrap();
+    cluster.connect().batch_execute("CREATE DATABASE latin ENCODING 'LATIN1' LOCALE 'C' TEMPLATE template0").unwrap();
     let mut db = cluster.connect_to("latin");
     db.batch_execute("CREATE EXTENSION pg_idgen; SELECT segment_create('café')").unwrap();
     assert_eq!(take(&mut db, "café", 3), vec![1, 2, 3]);

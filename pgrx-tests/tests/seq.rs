@@ -267,7 +267,11 @@ fn numbers_go_on_after(name: &str, interrupt: impl Fn(&Cluster), resume: impl Fn
     db.batch_execute("SELECT seq_space_create('h', step => 10)").unwrap();
     create_numbers_table(&mut db, "got");
     drop(db);
-    let work = |phase, seed| Work { statement: insert_next("got", "h", phase, false), keys: Keys::Random { count: 2000, seed, per_statement: 200 }, batches: usize::MAX };
+    let work = |phase, seed| Work {
+        statement: insert_next("got", "h", phase, false),
+        keys: Keys::Random { count: 2000, seed, per_statement: 200 },
+        batches: usize::MAX,
+    };
     let load = Load::start(&cluster, 4, 0, &work(0, 1));
     thread::sleep(Duration::from_millis(1000));
     interrupt(&cluster);
@@ -282,10 +286,8 @@ fn numbers_go_on_after(name: &str, interrupt: impl Fn(&Cluster), resume: impl Fn
     store(&mut db, "received", &taken);
     let per_phase = assert_numbering(&mut db, "received");
     assert!(per_phase.len() == 2 && per_phase.iter().all(|&n| n > 2000), "numbers taken before and after: {per_phase:?}");
-    let committed_not_received: i64 = db
-        .query_one("SELECT count(*) FROM (SELECT * FROM got EXCEPT ALL SELECT * FROM received) AS c", &[])
-        .unwrap()
-        .get(0);
+    let committed_not_received: i64 =
+        db.query_one("SELECT count(*) FROM (SELECT * FROM got EXCEPT ALL SELECT * FROM received) AS c", &[]).unwrap().get(0);
     assert_eq!(committed_not_received, 0, "every committed row was received first");
 }
 
@@ -447,7 +449,8 @@ fn an_eviction_storm_never_repeats_a_number_of_a_key() {
     db.batch_execute("SELECT seq_space_create('e', section_keys => 128)").unwrap();
     create_numbers_table(&mut db, "got");
     for pass in 0..2 {
-        let work = Work { statement: insert_next("got", "e", pass, false), keys: Keys::Random { count: 100_000, seed: 5, per_statement: 200 }, batches: 2 };
+        let work =
+            Work { statement: insert_next("got", "e", pass, false), keys: Keys::Random { count: 100_000, seed: 5, per_statement: 200 }, batches: 2 };
         assert_no_error(&Load::start(&cluster, 4, pass, &work).finish());
     }
     assert_eq!(assert_numbering(&mut db, "got"), [1600, 1600]);
@@ -466,7 +469,8 @@ fn hostile_arguments_give_null_or_a_clear_error_and_extreme_keys_work() {
     let cluster = seq_cluster("seq-arguments", &[]);
     let mut db = cluster.connect();
     db.batch_execute("SELECT seq_space_create('x')").unwrap();
-    for (function, arguments) in [("seq_next", "NULL, 1"), ("seq_next", "'x', NULL"), ("seq_next_text", "NULL, 'k'"), ("seq_next_text", "'x', NULL")] {
+    for (function, arguments) in [("seq_next", "NULL, 1"), ("seq_next", "'x', NULL"), ("seq_next_text", "NULL, 'k'"), ("seq_next_text", "'x', NULL")]
+    {
         for function in [function.to_string(), function.replace("next", "current")] {
             let value: Option<i64> = db.query_one(&format!("SELECT {function}({arguments})"), &[]).unwrap().get(0);
             assert_eq!(value, None, "{function}({arguments})");
@@ -758,7 +762,8 @@ fn an_eviction_storm_and_retires_never_pair_a_key_with_another_counter() {
         })
     };
     for pass in 0..2 {
-        let work = Work { statement: insert_next("got", "m", pass, false), keys: Keys::Random { count: 192, seed: 9, per_statement: 250 }, batches: 6 };
+        let work =
+            Work { statement: insert_next("got", "m", pass, false), keys: Keys::Random { count: 192, seed: 9, per_statement: 250 }, batches: 6 };
         assert_no_error(&Load::start(&cluster, 4, pass, &work).finish());
     }
     retiring.store(false, Ordering::Relaxed);
@@ -787,7 +792,8 @@ fn status_counts_follow_loads_retires_and_evictions_per_database() {
         (row.get(0), row.get(1), row.get(2), row.get(3))
     };
     let number_keys = |db: &mut Client, space: &str, keys: i64| {
-        let taken: i64 = db.query_one(&format!("SELECT count(seq_next('{space}', k)) FROM generate_series(0, $1::bigint - 1) AS k"), &[&keys]).unwrap().get(0);
+        let taken: i64 =
+            db.query_one(&format!("SELECT count(seq_next('{space}', k)) FROM generate_series(0, $1::bigint - 1) AS k"), &[&keys]).unwrap().get(0);
         assert_eq!(taken, keys);
     };
     a.batch_execute("SELECT seq_space_create('a', section_keys => 4)").unwrap();

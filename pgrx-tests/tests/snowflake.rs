@@ -16,10 +16,8 @@ fn concurrent_clients_never_get_a_duplicate() {
     let mut db = cluster.connect();
     let other_nodes: i64 = db.query_one("SELECT count(*) FROM ids WHERE (id_decode(id)).node_id <> 7", &[]).unwrap().get(0);
     assert_eq!(other_nodes, 0, "every id carries node id 7");
-    let off_time: i64 = db
-        .query_one("SELECT count(*) FROM ids WHERE abs(extract(epoch FROM (id_decode(id)).ts - made_at)) >= 1", &[])
-        .unwrap()
-        .get(0);
+    let off_time: i64 =
+        db.query_one("SELECT count(*) FROM ids WHERE abs(extract(epoch FROM (id_decode(id)).ts - made_at)) >= 1", &[]).unwrap().get(0);
     assert_eq!(off_time, 0, "every id's time is within 1 s of when it was made");
 }
 
@@ -51,15 +49,9 @@ fn slowly_made_ids_spread_evenly_over_shards() {
     let mean = 4096.0 / 16.0;
     assert_eq!(counts.len(), 16, "every shard gets ids: {counts:?}");
     for (shard, &count) in counts.iter().enumerate() {
-        assert!(
-            (count as f64) <= 1.5 * mean && (count as f64) >= 0.5 * mean,
-            "shard {shard} got {count} of 4096 ids (mean {mean}): {counts:?}"
-        );
+        assert!((count as f64) <= 1.5 * mean && (count as f64) >= 0.5 * mean, "shard {shard} got {count} of 4096 ids (mean {mean}): {counts:?}");
     }
-    let distinct_ticks: i64 = db
-        .query_one("SELECT count(DISTINCT (id_decode(id)).ts) FROM slow", &[])
-        .unwrap()
-        .get(0);
+    let distinct_ticks: i64 = db.query_one("SELECT count(DISTINCT (id_decode(id)).ts) FROM slow", &[]).unwrap().get(0);
     assert!(distinct_ticks > 2048, "the ids were made in many different ticks ({distinct_ticks})");
 }
 

@@ -1,12 +1,43 @@
 //! Time sources, the generators' clock, and conversions between Unix time and PostgreSQL's
 //! timestamp (µs since 2000).
+//!
+//! The region `pg_idgen clock` (`WATCH`) holds what the clock worker (`clock_worker`) records of
+//! the wall clock, and where it can be woken:
+//!
+//! | field | written by | protection |
+//! |---|---|---|
+//! | `steps` | the clock worker | one writer; counters read approximately |
+//! | `worker_latch`, `worker_pid` | the clock worker, at its start and exit | one writer; calls set the latch |
 
 pub mod tick;
 
-use std::sync::atomic::{AtomicI64, AtomicU64};
 use std::sync::atomic::Ordering::Relaxed;
+use std::sync::atomic::{AtomicI32, AtomicI64, AtomicPtr, AtomicU64};
 
 use pgrx::datum::TimestampWithTimeZone;
+use pgrx::pg_sys;
+
+use crate::shmem::{self, Shared};
+
+/// The clock worker's watch over the wall clock (see the module's table).
+#[repr(C)]
+pub struct Watch {
+    /// The wall-clock steps the clock worker has seen.
+    pub steps: ClockSteps,
+    /// The clock worker's latch while it runs (null otherwise): a generator that reached the mark
+    /// sets it to ask for a new one.
+    pub worker_latch: AtomicPtr<pg_sys::Latch>,
+    /// Its process id while it runs, 0 otherwise (it is not in pg_stat_activity: it has no
+    /// database connection).
+    pub worker_pid: AtomicI32,
+}
+
+pub static WATCH: Shared<Watch> = Shared::new(c"pg_idgen clock", shmem::zeroed_is_ready);
+
+/// Wakes the clock worker, if it runs: a generator reached the mark, or a floor was advanced.
+pub fn wake_worker() {
+    shmem::set_latch(&WATCH.get().worker_latch);
+}
 
 /// Microseconds between 1970-01-01 and 2000-01-01, PostgreSQL's timestamp zero.
 pub const PG_EPOCH_OFFSET_US: i64 = 946_684_800_000_000;

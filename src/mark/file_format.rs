@@ -65,15 +65,8 @@ impl MarkRecord {
             text += &format!("mark_us {} {mark_us}\n", family.key);
         }
         if let Some(l) = self.layout {
-            text += &format!(
-                "snowflake_layout {} {} {} {} {} {}\n",
-                l.preset.name(),
-                l.time_bits,
-                l.node_bits,
-                l.sequence_bits,
-                l.unit_ms,
-                l.epoch_us
-            );
+            text +=
+                &format!("snowflake_layout {} {} {} {} {} {}\n", l.preset.name(), l.time_bits, l.node_bits, l.sequence_bits, l.unit_ms, l.epoch_us);
         }
         text += &format!("node_id {}\n", self.node_id.map_or("unset".into(), |n| n.to_string()));
         text += &format!("snowflake_made {}\n", self.snowflake_made);
@@ -168,7 +161,8 @@ mod tests {
 
     #[test]
     fn a_record_round_trips_through_the_file_format() {
-        let layout = Layout { preset: Preset::Sonyflake, time_bits: 39, node_bits: 16, sequence_bits: 8, unit_ms: 10, epoch_us: 1_735_689_600_000_000 };
+        let layout =
+            Layout { preset: Preset::Sonyflake, time_bits: 39, node_bits: 16, sequence_bits: 8, unit_ms: 10, epoch_us: 1_735_689_600_000_000 };
         // Marks that differ family by family, whatever the registry holds.
         let marks_us = std::array::from_fn(|i| 1_763_800_000_123_456 + i as i64 * 1_000_000_007);
         for record in [
@@ -177,18 +171,15 @@ mod tests {
         ] {
             assert_eq!(parse(&record.to_text()), FileContent::Record(record));
         }
-        assert_eq!(
-            parse("1763800000123456\n"),
-            FileContent::Version02(MarkRecord::version02(1_763_800_000_123_456)),
-            "version 0.2's bare number"
-        );
+        assert_eq!(parse("1763800000123456\n"), FileContent::Version02(MarkRecord::version02(1_763_800_000_123_456)), "version 0.2's bare number");
         let bad_bits = "pg_idgen mark 1\nmark_us snowflake 5\nmark_us objectid 5\nmark_us uuid7 5\nsnowflake_layout twitter 70 10 12 1 0\nnode_id 1\nsnowflake_made true\n";
         assert!(matches!(parse(bad_bits), FileContent::Damaged(_)), "a layout that cannot be");
         assert!(matches!(parse("not a time"), FileContent::Damaged(_)));
         let bad_node = "pg_idgen mark 1\nmark_us snowflake 5\nmark_us objectid 5\nmark_us uuid7 5\nnode_id 7x\nsnowflake_made true\n";
         assert!(matches!(parse(bad_node), FileContent::Damaged(_)), "a node id that is not a number");
         assert!(matches!(parse("pg_idgen mark 1\nmark_us snowflake 5\n"), FileContent::Damaged(_)), "fields missing");
-        let unknown_family = "pg_idgen mark 1\nmark_us snowflake 5\nmark_us objectid 5\nmark_us uuid7 5\nmark_us ulid 5\nnode_id 7\nsnowflake_made true\n";
+        let unknown_family =
+            "pg_idgen mark 1\nmark_us snowflake 5\nmark_us objectid 5\nmark_us uuid7 5\nmark_us ulid 5\nnode_id 7\nsnowflake_made true\n";
         assert!(matches!(parse(unknown_family), FileContent::Damaged(_)), "a family this version does not know");
         let bad_mark = "pg_idgen mark 1\nmark_us snowflake 5x\nmark_us objectid 5\nmark_us uuid7 5\nnode_id 7\nsnowflake_made true\n";
         assert!(matches!(parse(bad_mark), FileContent::Damaged(_)), "a mark that is not a number");

@@ -256,7 +256,8 @@ fn with_keys<T>(fcinfo: pg_sys::FunctionCallInfo, f: impl FnOnce(&Keys) -> T) ->
         let keys = statement_keys();
         if !keys.versions.is_empty() && !(*flinfo).fn_mcxt.is_null() {
             let context = (*flinfo).fn_mcxt;
-            let callback = pg_sys::MemoryContextAllocZero(context, size_of::<pg_sys::MemoryContextCallback>()).cast::<pg_sys::MemoryContextCallback>();
+            let callback =
+                pg_sys::MemoryContextAllocZero(context, size_of::<pg_sys::MemoryContextCallback>()).cast::<pg_sys::MemoryContextCallback>();
             let raw = Rc::into_raw(keys.clone()).cast_mut().cast::<std::ffi::c_void>();
             (*callback).func = Some(release);
             (*callback).arg = raw;

@@ -214,7 +214,13 @@ mod tests {
         ("2B7E151628AED2A6ABF7158809CF4F3CEF4359D8D580AA4F", 36, "3737373770717273373737", "0123456789abcdefghi", "xbj3kv35jrawxv32ysr"),
         ("2B7E151628AED2A6ABF7158809CF4F3CEF4359D8D580AA4F7F036D6F04FC6A94", 10, "", "0123456789", "6657667009"),
         ("2B7E151628AED2A6ABF7158809CF4F3CEF4359D8D580AA4F7F036D6F04FC6A94", 10, "39383736353433323130", "0123456789", "1001623463"),
-        ("2B7E151628AED2A6ABF7158809CF4F3CEF4359D8D580AA4F7F036D6F04FC6A94", 36, "3737373770717273373737", "0123456789abcdefghi", "xs8a0azh2avyalyzuwd"),
+        (
+            "2B7E151628AED2A6ABF7158809CF4F3CEF4359D8D580AA4F7F036D6F04FC6A94",
+            36,
+            "3737373770717273373737",
+            "0123456789abcdefghi",
+            "xs8a0azh2avyalyzuwd",
+        ),
     ];
 
     #[test]
@@ -233,8 +239,9 @@ mod tests {
     /// use and others, random keys of each size, random tweaks (empty to 70 bytes), random inputs.
     #[test]
     fn agrees_with_the_fpe_crate() {
-        let mut rng = rand::rngs::StdRng::seed_from_u64(0x5eed_f_f1);
-        let shapes: &[(u32, u32)] = &[(2, 63), (2, 20), (2, 64), (2, 125), (10, 6), (10, 9), (10, 19), (10, 7), (36, 19), (32, 13), (7, 40), (65536, 2)];
+        let mut rng = rand::rngs::StdRng::seed_from_u64(0x05ee_dff1);
+        let shapes: &[(u32, u32)] =
+            &[(2, 63), (2, 20), (2, 64), (2, 125), (10, 6), (10, 9), (10, 19), (10, 7), (36, 19), (32, 13), (7, 40), (65536, 2)];
         for &(radix, n) in shapes {
             for round in 0..60 {
                 let key_len = [16, 24, 32][round % 3];

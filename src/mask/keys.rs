@@ -26,7 +26,8 @@ use pgrx::pg_sys::panic::ErrorReport;
 use pgrx::prelude::*;
 
 use super::ff1::Cipher;
-use crate::{clock, errors, settings, tables};
+use crate::tables::{Owner, Row};
+use crate::{errors, tables};
 
 pub const KEY_TABLE: &CStr = c"mask_key";
 const HISTORY_TABLE: &CStr = c"mask_key_history";
@@ -101,7 +102,7 @@ pub fn require_table() -> pg_sys::Oid {
 /// a hot standby; no row security applies to it). Waits for a lock on the table at most
 /// `pg_idgen.segment_wait_timeout`, then raises 55P03.
 pub fn read_material(table: pg_sys::Oid) -> Vec<Material> {
-    let deadline_ms = clock::monotonic_millis() + settings::config().segments.wait_timeout_ms as i64;
+    let deadline_ms = crate::worker::wait::Deadline::new().ms();
     tables::lock_until(table, deadline_ms, &|| "the mask keys".into());
     let mut found = Vec::new();
     // SAFETY: the table is locked; it is scanned with a freshly taken snapshot (a NULL snapshot
@@ -109,20 +110,14 @@ pub fn read_material(table: pg_sys::Oid) -> Vec<Material> {
     // a catalog), and closed; the lock is kept to the end of the transaction.
     unsafe {
         let relation = pg_sys::table_open(table, pg_sys::NoLock as i32);
-        let attribute = |name: &CStr| pg_sys::get_attnum(table, name.as_ptr()) as i32;
-        let (version_at, aes_at, check_at) = (attribute(c"version"), attribute(c"aes_key"), attribute(c"check_key"));
         let scan = pg_sys::systable_beginscan(relation, pg_sys::InvalidOid, false, std::ptr::null_mut(), 0, std::ptr::null_mut());
         loop {
             let tuple = pg_sys::systable_getnext(scan);
             if tuple.is_null() {
                 break;
             }
-            let desc = (*relation).rd_att;
-            let mut null = false;
-            let version = i32::from_datum(pg_sys::heap_getattr(tuple, version_at, desc, &mut null), null);
-            let aes_key = <&[u8]>::from_datum(pg_sys::heap_getattr(tuple, aes_at, desc, &mut null), null).map(<[u8]>::to_vec);
-            let check_key = <&[u8]>::from_datum(pg_sys::heap_getattr(tuple, check_at, desc, &mut null), null).map(<[u8]>::to_vec);
-            match (version, aes_key, check_key) {
+            let row = Row::new(relation, tuple, Owner::Table("mask_key"));
+            match (row.int(c"version"), row.bytes(c"aes_key"), row.bytes(c"check_key")) {
                 (Some(version), Some(aes_key), Some(check_key)) if version > 0 => {
                     found.push(Material { version: version as u32, aes_key, check_key })
                 }
@@ -189,9 +184,11 @@ impl KeyTables {
     fn remember(&self, versions: &[&Material]) {
         for m in versions {
             let args = [(m.version as i32).into(), m.fingerprint().as_slice().into()];
-            self.run(pg_sys::TRIGGER_TYPE_INSERT, "INSERT INTO {history} (version, fingerprint) VALUES ($1, $2) ON CONFLICT (version) DO NOTHING", |sql| {
-                Spi::run_with_args(sql, &args)
-            });
+            self.run(
+                pg_sys::TRIGGER_TYPE_INSERT,
+                "INSERT INTO {history} (version, fingerprint) VALUES ($1, $2) ON CONFLICT (version) DO NOTHING",
+                |sql| Spi::run_with_args(sql, &args),
+            );
         }
     }
 
@@ -239,7 +236,10 @@ fn id_mask_key_create() -> i32 {
         errors::raise(
             PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
             format!("{} mask key versions are present, one for each digit", present.len()),
-            Some("The text forms name a version by one digit, 1 + (version - 1) mod 9; a new version needs a digit that no version present has.".into()),
+            Some(
+                "The text forms name a version by one digit, 1 + (version - 1) mod 9; a new version needs a digit that no version present has."
+                    .into(),
+            ),
             Some(&format!(
                 "Retire the oldest first: DELETE FROM idgen_internal.mask_key WHERE version = {oldest} (its public numbers then no longer unmask)."
             )),
@@ -338,7 +338,9 @@ fn id_mask_key_import(keys: &str) -> i32 {
     }
     for m in &adding {
         let args = [(m.version as i32).into(), m.aes_key.as_slice().into(), m.check_key.as_slice().into()];
-        tables.run(pg_sys::TRIGGER_TYPE_INSERT, "INSERT INTO {keys} (version, aes_key, check_key) VALUES ($1, $2, $3)", |sql| Spi::run_with_args(sql, &args));
+        tables.run(pg_sys::TRIGGER_TYPE_INSERT, "INSERT INTO {keys} (version, aes_key, check_key) VALUES ($1, $2, $3)", |sql| {
+            Spi::run_with_args(sql, &args)
+        });
     }
     tables.remember(&present.iter().chain(adding.iter().copied()).collect::<Vec<_>>());
     if !adding.is_empty() {
@@ -358,7 +360,7 @@ fn parse_export(text: &str) -> Result<Vec<Material>, String> {
         return Err(format!("it does not start with \"{EXPORT_HEADER}\""));
     }
     let unhex = |field: &str, what: &str, line: usize| -> Result<Vec<u8>, String> {
-        if field.len() % 2 != 0 || !field.bytes().all(|b| b.is_ascii_hexdigit()) {
+        if !field.len().is_multiple_of(2) || !field.bytes().all(|b| b.is_ascii_hexdigit()) {
             return Err(format!("line {line}: the {what} key is not hexadecimal"));
         }
         Ok((0..field.len()).step_by(2).map(|i| u8::from_str_radix(&field[i..i + 2], 16).unwrap()).collect())

@@ -33,7 +33,18 @@ pub use cache::register_invalidation;
 pgrx::extension_sql_file!(
     "mask.sql",
     name = "mask",
-    requires = ["migrate", id_mask, id_unmask, id_mask_decimal, id_unmask_decimal, id_mask_base32, id_unmask_base32, keys::id_mask_key_create, keys::id_mask_key_export, keys::id_mask_key_import]
+    requires = [
+        "migrate",
+        id_mask,
+        id_unmask,
+        id_mask_decimal,
+        id_unmask_decimal,
+        id_mask_base32,
+        id_unmask_base32,
+        keys::id_mask_key_create,
+        keys::id_mask_key_export,
+        keys::id_mask_key_import
+    ]
 );
 
 /// Purposes are FF1 tweaks of up to this many bytes.
@@ -144,7 +155,12 @@ fn id_unmask(
     }
     let version = version.map(|v| {
         u32::try_from(v).ok().filter(|&v| v > 0).unwrap_or_else(|| {
-            errors::raise(PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE, format!("invalid mask key version {v}"), Some("Versions are numbered from 1.".into()), None)
+            errors::raise(
+                PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+                format!("invalid mask key version {v}"),
+                Some("Versions are numbered from 1.".into()),
+                None,
+            )
         })
     });
     Some(cache::with_version(fcinfo, version, |key| key.permute(purpose, 2, 63, masked as u128, true)) as i64)

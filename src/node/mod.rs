@@ -42,16 +42,84 @@
 pub mod worker;
 
 use std::sync::atomic::Ordering::{Acquire, Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicI64, AtomicPtr, AtomicU32, AtomicU64};
 use std::time::Instant;
 
 use pgrx::datum::TimestampWithTimeZone;
+use pgrx::pg_sys;
 use pgrx::prelude::*;
 
-use crate::engine::Generator;
+use crate::engine::{generators, Generator};
 use crate::families::{Stamp, SNOWFLAKE};
 use crate::settings::{Config, LeaseConfig};
-use crate::shmem::SharedState;
-use crate::{clock, errors, remote, settings, shmem};
+use crate::shmem::{self, CacheLine, Shared};
+use crate::{clock, errors, remote, settings};
+
+/// The node id lease as every process sees it: the region `pg_idgen lease`. Written by the lease
+/// worker only, but for what creation sets and the flag calls raise:
+///
+/// | field | written by | protection |
+/// |---|---|---|
+/// | `word` | the lease worker | one writer; calls read it around their stamp (above) |
+/// | `phase`, `deadline_boot_us`, `renewed_at_us`, `committed_us` | the lease worker | one writer |
+/// | `holder` | creation | written before any process attaches |
+/// | `previous_node_id` | creation (from the mark) | written before any process attaches |
+/// | `renew_wanted` | calls at the cap set it, the worker clears it | atomic flag |
+/// | `worker_pid`, `worker_latch` | the lease worker, at its start and exit | one writer; calls set the latch |
+#[repr(C)]
+pub struct LeaseState {
+    /// `generation << 32 | (node id + 1)`, low half 0 while no node id is held. Every change of
+    /// node id or of its lease's validity takes a new generation: a call that read one word before
+    /// taking its stamp and another after drops the stamp.
+    pub word: CacheLine<AtomicU64>,
+    /// `Phase` as a number.
+    pub phase: AtomicU32,
+    /// This server start's token in the registry (random, chosen with the shared memory).
+    pub holder: [AtomicU64; 2],
+    /// When the lease runs out, on this server's CLOCK_BOOTTIME (µs).
+    pub deadline_boot_us: AtomicI64,
+    /// When it was last renewed or taken, Unix µs.
+    pub renewed_at_us: AtomicI64,
+    /// The largest `ids_before_us` the registry confirmed (a renewal refuses a row below it).
+    pub committed_us: AtomicI64,
+    /// The node id this data directory's ids were made with before a registry was set (from the
+    /// mark), -1 when none: the first lease prefers it.
+    pub previous_node_id: AtomicI64,
+    /// Set by a call that reached the lease's cap before its end: renew now.
+    pub renew_wanted: AtomicBool,
+    /// The lease worker's process id while it runs.
+    pub worker_pid: AtomicI32,
+    /// Its latch while it runs: a call that finds no lease wakes it.
+    pub worker_latch: AtomicPtr<pg_sys::Latch>,
+}
+
+pub static LEASE: Shared<LeaseState> = Shared::new(c"pg_idgen lease", init_lease);
+
+/// No node id yet, none preferred, and this server start's random token.
+///
+/// # Safety
+/// As `Region::init`: zeroed memory of ours alone.
+unsafe fn init_lease(at: *mut LeaseState) {
+    // SAFETY: per the contract.
+    let lease = unsafe { &*at };
+    lease.previous_node_id.store(-1, Relaxed);
+    for (half, bytes) in lease.holder.iter().zip([crate::random::os_bytes::<8>(), crate::random::os_bytes::<8>()]) {
+        half.store(u64::from_le_bytes(bytes), Relaxed);
+    }
+}
+
+/// The lease, or an ERROR that says how to fix a missing `shared_preload_libraries`.
+#[inline]
+pub fn lease() -> &'static LeaseState {
+    LEASE.get()
+}
+
+impl LeaseState {
+    /// Wakes the lease worker, if it runs: a call found no lease.
+    pub fn wake_worker(&self) {
+        shmem::set_latch(&self.worker_latch);
+    }
+}
 
 // The registry's table and functions, in every database with the extension.
 pgrx::extension_sql_file!("registry.sql", name = "node_registry");
@@ -92,16 +160,18 @@ impl Phase {
 
 /// What a new shared memory starts with: no lease, so the snowflake generator is capped at
 /// nothing until the worker takes one; without a registry, no cap at all (and the other families
-/// never have one).
-pub fn init(state: &SharedState, config: &Config) {
+/// never have one). Before the marks are restored, whose limits take the caps into account.
+pub fn init(config: &Config) {
     for generator in Generator::all(config) {
         let leased = generator.family.index == SNOWFLAKE.index && config.lease.is_some();
-        generator.cell(state).cap.store(if leased { 0 } else { Stamp::MAX }, Relaxed);
+        generator.cell(generators()).cap.store(if leased { 0 } else { Stamp::MAX }, Relaxed);
     }
-    state.lease.previous_node_id.store(-1, Relaxed);
-    for (half, bytes) in state.lease.holder.iter().zip([crate::random::os_bytes::<8>(), crate::random::os_bytes::<8>()]) {
-        half.store(u64::from_le_bytes(bytes), Relaxed);
-    }
+}
+
+/// Makes the first lease prefer `node_id`, the node id this data directory's ids were made with
+/// before a registry was set (`mark::restore_at_start`).
+pub fn prefer_node_id(node_id: u32) {
+    lease().previous_node_id.store(node_id as i64, Relaxed);
 }
 
 /// The snowflake generator, capped by the node id lease: a call whose id would pass the lease's
@@ -113,9 +183,8 @@ pub fn snowflake_generator(config: &Config) -> Generator {
 
 /// The node id of a server without a registry (an error when it is unset), or None: then the
 /// node id is leased, and stamps are taken through `with_leased_node_id`. Why two functions and
-/// not one that takes a closure: the fixed node id's path must stay as short as before leases
-/// existed, and a closure called from two places was not inlined (callgrind: 339 instructions
-/// per snowflake_next() against 314).
+/// not one that takes a closure: a closure called from two places is not inlined, and the fixed
+/// node id's path then pays for leases on every call (docs/benchmarks.md counts it).
 #[inline(always)]
 pub fn fixed_node_id(config: &Config) -> Option<u32> {
     match config.lease {
@@ -128,7 +197,7 @@ pub fn fixed_node_id(config: &Config) -> Option<u32> {
 /// of the lease word around it.
 #[inline(never)]
 pub fn with_leased_node_id<T>(config: &Config, function: &str, mut take: impl FnMut() -> T) -> (T, u32) {
-    let lease = &shmem::shared().lease;
+    let lease = lease();
     loop {
         let word = lease.word.load(Acquire);
         let Some(node_id) = node_of(word) else {
@@ -153,7 +222,7 @@ fn node_of(word: u64) -> Option<u32> {
 pub fn current_node_id(config: &Config) -> Option<u32> {
     match config.lease {
         None => config.node_id,
-        Some(_) => node_of(shmem::shared().lease.word.load(Acquire)),
+        Some(_) => node_of(lease().word.load(Acquire)),
     }
 }
 
@@ -163,14 +232,14 @@ pub fn current_node_id(config: &Config) -> Option<u32> {
 fn wait_for_lease(config: &Config, function: &str) {
     // Why first: on a standby that is the error to report, not the lease it cannot take.
     errors::refuse_during_recovery(function);
-    let state = shmem::shared();
+    let lease = lease();
     let started = Instant::now();
-    while node_of(state.lease.word.load(Acquire)).is_none() {
-        let phase = Phase::from_u32(state.lease.phase.load(Relaxed));
+    while node_of(lease.word.load(Acquire)).is_none() {
+        let phase = Phase::from_u32(lease.phase.load(Relaxed));
         if phase == Phase::Refused || started.elapsed().as_millis() as u64 >= config.max_clock_wait_ms {
-            no_lease(state);
+            no_lease();
         }
-        state.wake_lease_worker();
+        lease.wake_worker();
         // SAFETY: a plain sleep; interrupts are checked right after.
         unsafe { pgrx::pg_sys::pg_usleep(1_000) };
         pgrx::check_for_interrupts!();
@@ -182,14 +251,14 @@ fn wait_for_lease(config: &Config, function: &str) {
 /// returns the µs waited. Raises once the lease could have run out, or the call waited
 /// `pg_idgen.max_clock_wait` in all.
 #[cold]
-pub fn wait_for_renewal(state: &SharedState, waited_us: i64) -> i64 {
-    let lease = &state.lease;
+pub fn wait_for_renewal(waited_us: i64) -> i64 {
+    let lease = lease();
     let held = Phase::from_u32(lease.phase.load(Relaxed)) == Phase::Held && node_of(lease.word.load(Acquire)).is_some();
     if !held || boot_micros() >= lease.deadline_boot_us.load(Relaxed) || waited_us > settings::config().max_clock_wait_ms as i64 * 1000 {
-        no_lease(state);
+        no_lease();
     }
     lease.renew_wanted.store(true, Relaxed);
-    state.wake_lease_worker();
+    lease.wake_worker();
     let started = Instant::now();
     // SAFETY: a plain sleep; interrupts are checked right after.
     unsafe { pgrx::pg_sys::pg_usleep(1_000) };
@@ -198,10 +267,10 @@ pub fn wait_for_renewal(state: &SharedState, waited_us: i64) -> i64 {
 }
 
 #[cold]
-fn no_lease(state: &SharedState) -> ! {
+fn no_lease() -> ! {
     let config = settings::config();
     debug_assert!(config.lease.is_some(), "a cap only with a registry");
-    let phase = Phase::from_u32(state.lease.phase.load(Relaxed));
+    let phase = Phase::from_u32(lease().phase.load(Relaxed));
     let message = match (phase, config.node_id) {
         (Phase::Refused, Some(node_id)) => format!("the node registry refuses this server node id {node_id}"),
         (Phase::Refused, None) => "the node registry gives this server no node id".to_string(),
@@ -243,6 +312,8 @@ pub fn boot_micros() -> i64 {
 
 #[pg_extern(volatile, parallel_safe)]
 /// Where this server's node id lease stands: one row, or none without `pg_idgen.node_registry`.
+// Why allowed: pgrx takes the columns' names from the `name!` in the signature.
+#[allow(clippy::type_complexity)]
 fn node_lease_status() -> TableIterator<
     'static,
     (
@@ -257,25 +328,24 @@ fn node_lease_status() -> TableIterator<
         name!(worker_pid, Option<i32>),
     ),
 > {
-    let state = shmem::shared();
+    let lease = lease();
     let config = settings::config();
     let Some(lease_config) = &config.lease else {
         return TableIterator::new(Vec::new());
     };
-    let lease = &state.lease;
     let word = lease.word.load(Acquire);
     let node_id = node_of(word);
     let renewed_at_us = lease.renewed_at_us.load(Relaxed);
-    let message = lease.registry.last_message();
+    let (failures_in_a_row, failures, last_error) = remote::registry().failures_shown();
     let row = (
         remote::describe_conninfo(&lease_config.registry),
         node_id.map(|n| n as i32),
         if errors::recovery_is_over() { Phase::from_u32(lease.phase.load(Relaxed)).name().to_string() } else { "standby".to_string() },
         node_id.map(|_| (lease.deadline_boot_us.load(Relaxed) - boot_micros()).max(0) / 1000),
         (renewed_at_us != 0).then(|| clock::unix_micros_to_timestamptz(renewed_at_us)),
-        lease.registry.failures_in_a_row.load(Relaxed) as i64,
-        lease.registry.failures.load(Relaxed) as i64,
-        (!message.is_empty()).then_some(message),
+        failures_in_a_row,
+        failures,
+        last_error,
         Some(lease.worker_pid.load(Relaxed)).filter(|&pid| pid != 0),
     );
     TableIterator::new(vec![row])

@@ -269,7 +269,7 @@ AS $$
 DECLARE
     -- The table, named through the extension's schema, whose owner must be a superuser: the name is
     -- parsed again by each statement below, and the owner of the schema could otherwise rename
-    -- it away in between and plant a look-alike (src/remote.rs, extension_schema).
+    -- it away in between and plant a look-alike (src/remote/session.rs, extension_schema).
     s name := (SELECT n.nspname
                  FROM pg_catalog.pg_extension e JOIN pg_catalog.pg_namespace n
                    ON n.oid OPERATOR(pg_catalog.=) e.extnamespace
@@ -439,7 +439,7 @@ AS $$
 DECLARE
     -- The table, named through the extension's schema, whose owner must be a superuser: the name is
     -- parsed again by each statement below, and the owner of the schema could otherwise rename
-    -- it away in between and plant a look-alike (src/remote.rs, extension_schema).
+    -- it away in between and plant a look-alike (src/remote/session.rs, extension_schema).
     s name := (SELECT n.nspname
                  FROM pg_catalog.pg_extension e JOIN pg_catalog.pg_namespace n
                    ON n.oid OPERATOR(pg_catalog.=) e.extnamespace

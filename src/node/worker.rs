@@ -15,10 +15,10 @@ use pgrx::pg_sys;
 use pgrx::prelude::*;
 
 use super::{boot_micros, node_of, snowflake_generator, Phase};
-use crate::engine::Generator;
+use super::{lease as shared_lease, LeaseState};
+use crate::engine::{generators, Generator, Generators};
 use crate::remote::{self, Connection, RemoteError};
 use crate::settings::{self, Config, LeaseConfig};
-use crate::shmem::{self, SharedState};
 
 /// How soon a failed call is tried again.
 const RETRY_AFTER: Duration = Duration::from_secs(1);
@@ -42,7 +42,7 @@ pub fn register() {
 
 #[pg_guard]
 unsafe extern "C-unwind" fn unpublish(_code: i32, _arg: pg_sys::Datum) {
-    let lease = &shmem::shared().lease;
+    let lease = shared_lease();
     lease.worker_latch.store(std::ptr::null_mut(), SeqCst);
     lease.worker_pid.store(0, Relaxed);
 }
@@ -51,17 +51,17 @@ unsafe extern "C-unwind" fn unpublish(_code: i32, _arg: pg_sys::Datum) {
 #[pg_guard]
 pub extern "C-unwind" fn pg_idgen_lease_worker_main(_arg: pg_sys::Datum) {
     BackgroundWorker::attach_signal_handlers(SignalWakeFlags::SIGHUP | SignalWakeFlags::SIGTERM);
-    let state = shmem::shared();
+    let shared = shared_lease();
     let config = settings::config();
     let lease = config.lease.as_ref().expect("registered only with a registry");
     // SAFETY: MyProc is this process's, valid until exit; `unpublish` clears the pointer first.
     unsafe {
-        state.lease.worker_latch.store(&raw mut (*pg_sys::MyProc).procLatch, SeqCst);
-        state.lease.worker_pid.store(pg_sys::MyProcPid, Relaxed);
+        shared.worker_latch.store(&raw mut (*pg_sys::MyProc).procLatch, SeqCst);
+        shared.worker_pid.store(pg_sys::MyProcPid, Relaxed);
         pg_sys::before_shmem_exit(Some(unpublish), pg_sys::Datum::from(0));
     }
     log!("pg_idgen lease worker started; node registry {}", remote::describe_conninfo(&lease.registry));
-    let mut worker = LeaseWorker::new(state, config, lease);
+    let mut worker = LeaseWorker::new(config, lease);
     loop {
         worker.look();
         if !BackgroundWorker::wait_latch(Some(worker.sleep())) {
@@ -78,7 +78,9 @@ pub extern "C-unwind" fn pg_idgen_lease_worker_main(_arg: pg_sys::Datum) {
 }
 
 struct LeaseWorker {
-    state: &'static SharedState,
+    /// The lease in shared memory, and the generators' region.
+    shared: &'static LeaseState,
+    generators: &'static Generators,
     config: &'static Config,
     lease: &'static LeaseConfig,
     registry: String,
@@ -93,10 +95,12 @@ struct LeaseWorker {
 }
 
 impl LeaseWorker {
-    fn new(state: &'static SharedState, config: &'static Config, lease: &'static LeaseConfig) -> LeaseWorker {
-        let holder = state.lease.holder.iter().map(|half| format!("{:016x}", half.load(Relaxed))).collect();
+    fn new(config: &'static Config, lease: &'static LeaseConfig) -> LeaseWorker {
+        let shared = shared_lease();
+        let holder = shared.holder.iter().map(|half| format!("{:016x}", half.load(Relaxed))).collect();
         LeaseWorker {
-            state,
+            shared,
+            generators: generators(),
             config,
             lease,
             registry: remote::describe_conninfo(&lease.registry),
@@ -115,7 +119,7 @@ impl LeaseWorker {
 
     /// Ends a lease that ran out, and calls the registry when due.
     fn look(&mut self) {
-        let lease = &self.state.lease;
+        let lease = self.shared;
         let now_us = boot_micros();
         if let Some(node_id) = node_of(lease.word.load(SeqCst)) {
             if now_us >= lease.deadline_boot_us.load(Relaxed) {
@@ -134,7 +138,7 @@ impl LeaseWorker {
         }
         match self.call() {
             Ok(again) => {
-                lease.registry.succeeded();
+                remote::registry().succeeded();
                 self.next_call_us = if again { 0 } else { boot_micros() + self.lease.ttl_ms as i64 * 1000 / 3 };
             }
             Err(RemoteError::Stopped) => {}
@@ -151,15 +155,15 @@ impl LeaseWorker {
     /// How long to sleep: until the next call or the lease's end, at most `LONGEST_SLEEP`.
     fn sleep(&self) -> Duration {
         let mut until_us = self.next_call_us;
-        if node_of(self.state.lease.word.load(SeqCst)).is_some() {
-            until_us = until_us.min(self.state.lease.deadline_boot_us.load(Relaxed));
+        if node_of(self.shared.word.load(SeqCst)).is_some() {
+            until_us = until_us.min(self.shared.deadline_boot_us.load(Relaxed));
         }
         Duration::from_micros((until_us - boot_micros()).max(1000) as u64).min(LONGEST_SLEEP)
     }
 
     /// One call: renews the lease held, or takes one. Returns whether to call again at once.
     fn call(&mut self) -> Result<bool, RemoteError> {
-        let lease = &self.state.lease;
+        let lease = self.shared;
         let sent_us = boot_micros();
         let ttl_us = self.lease.ttl_ms as i64 * 1000;
         // Every id made under this lease is of a time before this: the generator clock as the
@@ -167,8 +171,8 @@ impl LeaseWorker {
         // of `node`).
         // The end of the last id's tick: after a take moved the floor to a tick's start, a lease
         // reckoned from the tick before would not reach it when ticks are longer than leases.
-        let last_us = self.generator.shape.end_us(self.generator.cell(self.state).last.load(SeqCst));
-        let ids_before_us = self.state.generator_clock.now_us().max(last_us) + ttl_us;
+        let last_us = self.generator.shape.end_us(self.generator.cell(self.generators).last.load(SeqCst));
+        let ids_before_us = self.generators.clock.now_us().max(last_us) + ttl_us;
         let word = lease.word.load(SeqCst);
         let held = node_of(word).filter(|_| Phase::from_u32(lease.phase.load(Relaxed)) == Phase::Held);
         // A renewal must be answered while the lease lasts; anything else within the timeout.
@@ -223,8 +227,8 @@ impl LeaseWorker {
                 let max_node_id = self.config.layout.max_node_id().min(i32::MAX as u64 - 1);
                 let wanted_text = wanted.map(|n| n.to_string()).unwrap_or_default();
                 let (max_text, prefer_text) = (max_node_id.to_string(), prefer.to_string());
-                let params =
-                    [&self.holder, &self.holder_name, &self.layout, &wanted_text, &max_text, &ttl, &margin, &before, &prefer_text].map(|p| p.as_bytes());
+                let params = [&self.holder, &self.holder_name, &self.layout, &wanted_text, &max_text, &ttl, &margin, &before, &prefer_text]
+                    .map(|p| p.as_bytes());
                 let rows = connection.query(&sql, &params, deadline, &stop)?;
                 if let Some(row) = rows.first().filter(|row| row[0].is_none()) {
                     // The registry's wait after its start or a reset (see registry.sql).
@@ -237,27 +241,28 @@ impl LeaseWorker {
                         ),
                     });
                 }
-                let parsed = rows.first().and_then(|row| {
-                    Some((row[0].as_deref()?.parse::<u32>().ok()?, row[1].as_deref()?.parse::<i64>().ok()?))
-                });
+                let parsed = rows.first().and_then(|row| Some((row[0].as_deref()?.parse::<u32>().ok()?, row[1].as_deref()?.parse::<i64>().ok()?)));
                 let Some((node_id, floor_us)) = parsed.filter(|&(n, _)| n as u64 <= max_node_id && (prefer || wanted.is_none() || wanted == Some(n)))
                 else {
-                    return Err(RemoteError::Refused { sqlstate: "XX000".into(), message: "the registry's answer is not a node id this server may use".into() });
+                    return Err(RemoteError::Refused {
+                        sqlstate: "XX000".into(),
+                        message: "the registry's answer is not a node id this server may use".into(),
+                    });
                 };
                 lease.previous_node_id.store(-1, SeqCst);
                 // Above every id an earlier holder made (see the module comment of `node`), and
                 // in a tick after every id this server made: in the tick of its last id, a lower
                 // node id than the one it was made with would make smaller ids.
                 let shape = self.generator.shape;
-                let last = self.generator.cell(self.state).last.load(SeqCst);
+                let last = self.generator.cell(self.generators).last.load(SeqCst);
                 let floor = shape.first_stamp_from(floor_us.max(shape.end_us(last)));
-                if self.generator.cell(self.state).floor.load(SeqCst) < floor {
+                if self.generator.cell(self.generators).floor.load(SeqCst) < floor {
                     // Why not published yet: an earlier holder's clock may have been ahead, and
                     // this lease's end, reckoned before the floor was known, need not be above
                     // it. The next call takes the same id again (the registry keeps the floor of
                     // a holder's row), reckoning the end from the floor.
-                    self.generator.raise_floor(self.state, floor);
-                    self.state.wake_clock_worker();
+                    self.generator.raise_floor(self.generators, floor);
+                    crate::clock::wake_worker();
                     return Ok(true);
                 }
                 self.publish(node_id, sent_us, ids_before_us, true);
@@ -269,8 +274,8 @@ impl LeaseWorker {
     /// Makes a lease taken or renewed at `sent_us` the one calls use: the floor (done by the
     /// caller), then the cap, then the lease word.
     fn publish(&self, node_id: u32, sent_us: i64, ids_before_us: i64, taken: bool) {
-        let lease = &self.state.lease;
-        self.generator.set_cap(self.state, self.generator.shape.first_stamp_from(ids_before_us));
+        let lease = self.shared;
+        self.generator.set_cap(self.generators, self.generator.shape.first_stamp_from(ids_before_us));
         lease.committed_us.fetch_max(ids_before_us, SeqCst);
         lease.deadline_boot_us.store(sent_us + self.lease.ttl_ms as i64 * 1000, SeqCst);
         lease.renewed_at_us.store(crate::clock::wall_unix_micros(), Relaxed);
@@ -290,17 +295,17 @@ impl LeaseWorker {
 
     /// Takes the node id away from calls (the lease word first, then the cap).
     fn lapse(&self, why: &str) {
-        let lease = &self.state.lease;
+        let lease = self.shared;
         let word = lease.word.load(SeqCst);
         lease.word.store(((word >> 32) + 1) << 32, SeqCst);
-        self.generator.set_cap(self.state, 0);
+        self.generator.set_cap(self.generators, 0);
         lease.phase.store(Phase::Lapsed as u32, SeqCst);
         warning!("{why}");
     }
 
     /// Records a failed call; the registry's refusal of a lease not held yet is the phase too.
     fn fail(&self, error: &RemoteError) {
-        let lease = &self.state.lease;
+        let lease = self.shared;
         // Only a refusal that will not pass by itself soon makes calls give up at once: the id
         // is another server's, none is free, the layout differs. A lock or a timeout does not.
         let refusal = matches!(error, RemoteError::Refused { sqlstate, .. } if ["55006", "53400", "22023"].contains(&sqlstate.as_str()));
@@ -308,8 +313,8 @@ impl LeaseWorker {
             lease.phase.store(Phase::Refused as u32, SeqCst);
         }
         let message = error.to_string();
-        let in_a_row = lease.registry.failed(&message, true);
-        if in_a_row == 1 || in_a_row % 30 == 0 {
+        let in_a_row = remote::registry().failed(&message, true);
+        if in_a_row == 1 || in_a_row.is_multiple_of(30) {
             warning!("pg_idgen lease worker: the node registry ({}) failed ({in_a_row} in a row): {message}", self.registry);
         }
     }

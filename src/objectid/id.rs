@@ -66,7 +66,7 @@ mod tests {
     #[test]
     fn parts_and_hex_round_trip() {
         let id = ObjectId::from_parts(0x6567_8901, [1, 2, 3, 4, 5], 0xABCDEF);
-        assert_eq!(id.to_hex(), "65678901" .to_string() + "0102030405" + "abcdef");
+        assert_eq!(id.to_hex(), "65678901".to_string() + "0102030405" + "abcdef");
         assert_eq!(ObjectId::parse(&id.to_hex().to_uppercase()), Some(id));
         assert_eq!((id.seconds(), id.random(), id.counter()), (0x6567_8901, &[1u8, 2, 3, 4, 5][..], 0xABCDEF));
         assert_eq!(ObjectId::parse("6567890101020304050abcdef"), None, "25 digits");

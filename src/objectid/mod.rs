@@ -31,7 +31,6 @@ const GENERATOR: Generator = Generator::fixed(&OBJECTID, OBJECTID_SHAPE);
 // The type, its operators and casts, and the generator's declarations: all plain C functions.
 pgrx::extension_sql_file!("objectid.sql", name = "objectid");
 
-
 /// Argument `n`, an `objectid` (passed by reference: a pointer to its 12 bytes).
 ///
 /// # Safety
@@ -168,7 +167,7 @@ c_functions! {
 
     /// `objectid_advance_past(objectid)`: every ObjectId made from now on is greater, durably.
     fn pg_idgen_objectid_advance_past / pg_finfo_pg_idgen_objectid_advance_past (fcinfo) {
-        crate::shmem::shared();
+        crate::shmem::require_preloaded();
         // The next second: within one second, the random bytes (ours or the id's) decide the order.
         let last_of_second = OBJECTID_SHAPE.stamp(arg(fcinfo, 0).seconds() as u64, 0xFF_FFFF);
         crate::mark::advance_past(&GENERATOR, last_of_second, "objectid_advance_past()");

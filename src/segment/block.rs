@@ -2,15 +2,16 @@
 //! loaders and pooled optimizers (Hibernate's `pooled`, which hands out `[first, first + n)`
 //! itself). The protocol is in `segment` (mod.rs), after the hot path's.
 
-use std::sync::atomic::{fence, Ordering};
+use std::sync::atomic::Ordering;
 
 use pgrx::prelude::*;
 
-use super::next::{block_past_the_end, forget_lookup, lookup, prefetch_offset, wait_for_range, Deadline};
-use super::slot::{slots, Slot, SlotLock, FREE, LAST_GENERATION, OFFSET_BITS, OFFSET_MASK};
-use super::table::check_tag_name;
+use super::next::{block_past_the_end, forget_lookup, lookup, prefetch_offset, wait_for_range};
+use super::slot::{slots, Slot, FREE, LAST_GENERATION, OFFSET_BITS, OFFSET_MASK, SLOTS};
+use super::table::TAG;
 use crate::tables::{display, TextBytes};
-use crate::{errors, shmem};
+use crate::worker::wait::Deadline;
+use crate::{errors, shmem, worker};
 
 /// The largest block: a range must stay under 2^31 numbers (`slot::OFFSET_REPAIR_AT`).
 const MAX_BLOCK: i64 = 1 << 30;
@@ -20,7 +21,7 @@ const MAX_BLOCK: i64 = 1 << 30;
 /// `segment_next()`'s, and taken atomically.
 fn segment_next_range(tag: TextBytes, n: i64) -> i64 {
     let tag = tag.0;
-    check_tag_name(tag);
+    TAG.check(tag);
     if !(1..=MAX_BLOCK).contains(&n) {
         errors::raise(
             PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
@@ -30,14 +31,14 @@ fn segment_next_range(tag: TextBytes, n: i64) -> i64 {
         )
     }
     let n = n as u64;
-    shmem::shared();
+    shmem::require_preloaded();
     errors::refuse_during_recovery("segment_next_range()");
-    let mut deadline = Deadline(None);
+    let mut deadline = Deadline::new();
     loop {
         pgrx::check_for_interrupts!();
         let (index, version) = lookup(tag, &mut deadline);
         let slot = &slots()[index];
-        if slot.version.load(Ordering::Acquire) != version {
+        if slot.version.read() != version {
             forget_lookup(tag);
             continue;
         }
@@ -49,15 +50,14 @@ fn segment_next_range(tag: TextBytes, n: i64) -> i64 {
                 if slot.cursor.compare_exchange(cursor, cursor + n, Ordering::AcqRel, Ordering::Relaxed).is_err() {
                     continue;
                 }
-                fence(Ordering::Acquire);
-                if slot.version.load(Ordering::Relaxed) != version {
+                if !slot.version.still(version) {
                     forget_lookup(tag); // retired meanwhile: the block is a gap
                     continue;
                 }
                 let prefetch = prefetch_offset(len);
                 if (offset..offset + n).contains(&prefetch) {
                     slot.want_next.store(true, Ordering::Release);
-                    super::worker::wake();
+                    worker::wake();
                 }
                 return start + offset as i64;
             }
@@ -86,9 +86,9 @@ COMMENT ON FUNCTION segment_next_range(text, bigint) IS
 fn switch_for_block(slot: &Slot, tag: &[u8], version: u64, generation: u64, n: u64, deadline: &mut Deadline) -> Option<i64> {
     let waiting_at;
     {
-        let _lock = SlotLock::exclusive();
+        let _lock = SLOTS.exclusive();
         let cursor = slot.cursor.load(Ordering::Acquire);
-        if slot.version.load(Ordering::Acquire) != version || cursor >> OFFSET_BITS != generation {
+        if slot.version.read() != version || cursor >> OFFSET_BITS != generation {
             return None; // retired, or switched meanwhile
         }
         let current_len = slot.ranges[generation as usize % 2].read(generation).map_or(0, |(_, len)| len);
@@ -118,7 +118,7 @@ fn switch_for_block(slot: &Slot, tag: &[u8], version: u64, generation: u64, n: u
                 if prefetch_offset(next_len) < n {
                     slot.want_next.store(true, Ordering::Release);
                     drop(_lock);
-                    super::worker::wake();
+                    worker::wake();
                 }
                 return Some(next_start);
             }
@@ -129,7 +129,7 @@ fn switch_for_block(slot: &Slot, tag: &[u8], version: u64, generation: u64, n: u
         // Only `want_len`: should the worker find fewer than `n` numbers left, no range is wanted.
         slot.want_len.fetch_max(n, Ordering::AcqRel);
     }
-    super::worker::wake();
-    wait_for_range(slot, tag, version, waiting_at, n, deadline.ms());
+    worker::wake();
+    wait_for_range(slot, tag, version, waiting_at, n, deadline);
     None
 }

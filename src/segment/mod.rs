@@ -1,18 +1,18 @@
 //! Segment numbers (Leaf-segment): dense, increasing numbers per tag, served from ranges cached
-//! in shared memory and obtained only by the background worker, from a range source (the local
-//! tag table: committed and flushed transactions of its own).
+//! in shared memory and obtained only by the database worker (`worker`, whose service the ranges
+//! are: `ranges::RANGES`), from a range source (the local tag table, in committed and flushed
+//! transactions of its own; or the segment authority).
 //!
 //! Where things are:
-//! - `slot`: a tag's cache in shared memory and its lock protocol (below);
+//! - `slot`: a tag's cache in shared memory (the region `pg_idgen segment slots`, with the LWLock of
+//!   the protocol below);
 //! - `next`: the hot path, `segment_next()`;
 //! - `block`: `segment_next_range()`, a block of numbers in one call;
 //! - `tags`: `segment_create()`, `segment_drop()`;
-//! - `table`: the tag table as pg_idgen reaches it (lookups, guarded SQL, trigger, drop hook);
-//! - `ranges`: the worker's side of the slots (what is wanted, publishing what was obtained);
-//! - `source`: where ranges come from (`RangeSource`; the local table today);
-//! - `worker`: the background workers that connect them, one per database (pg_idgen.database's
-//!   with the server, the others' on demand);
-//! - `status`: `segment_status()`.
+//! - `table`: the tag table as pg_idgen reaches it (lookups, guarded SQL, its trigger);
+//! - `ranges`: the service of the database worker (what is wanted, publishing what was obtained);
+//! - `source`: where ranges come from (`RangeSource`: the local tag table, the segment authority);
+//! - `status`: `segment_status()`, `segment_authority_status()`.
 //!
 //! Each tag in use has a slot with two ranges. The slot's `cursor` is `generation << 32 |
 //! offset`; a call takes the next offset by one `fetch_add` and reads range `generation` from
@@ -37,7 +37,7 @@
 //! | `want_len` | block calls raise it, publish clears it | atomic |
 //! | `end_generation` | publish (the tag is at bigint's end), take | the lock |
 //! | `left` | publish (what is left after the range, or the block that did not fit), take | the lock; only shrinks between takes |
-//! | `failures`, `retry_at_ms`, `warned_at_ms` | the worker of the slot's database (`retry_at_ms` is also cleared by any worker whose authority answers again) | one writer each; a cleared pause only means an early retry |
+//! | `backoff` | the worker of the slot's database (its pause is also ended by any worker whose authority answers again) | one writer each; an ended pause only means an early retry |
 //! | `waits`, `history_*` | calls, the worker | atomic counters, approximate |
 //!
 //! A call reads `version`, takes its offset and reads the range, then reads `version` again: if
@@ -61,8 +61,8 @@ mod ranges;
 mod slot;
 mod source;
 mod status;
-pub mod table;
+mod table;
 mod tags;
-pub mod worker;
 
-pub use slot::{init_slots, slots_size};
+pub use ranges::RANGES;
+pub use slot::SLOTS;

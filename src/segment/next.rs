@@ -3,15 +3,16 @@
 
 use std::cell::RefCell;
 use std::collections::HashMap;
-use std::sync::atomic::{fence, Ordering};
+use std::sync::atomic::Ordering;
 
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 
-use super::slot::{slots, Slot, SlotLock, DROPPED, FREE, LAST_GENERATION, OFFSET_BITS, OFFSET_MASK, OFFSET_REPAIR_AT};
-use super::table::{self, check_tag_name, unknown_tag};
+use super::slot::{slots, Slot, DROPPED, FREE, LAST_GENERATION, OFFSET_BITS, OFFSET_MASK, OFFSET_REPAIR_AT, SLOTS};
+use super::table::{self, TAG};
 use crate::tables::{display, TextBytes};
-use crate::{clock, errors, settings, shmem};
+use crate::worker::wait::{self, Awaited, Deadline};
+use crate::{errors, settings, shmem, worker};
 
 thread_local! {
     /// This backend's map from tag to (slot index, slot version).
@@ -25,11 +26,11 @@ thread_local! {
 /// The next number of a segment tag: unique and increasing per tag, served from shared memory.
 fn segment_next(tag: TextBytes) -> i64 {
     let tag = tag.0;
-    check_tag_name(tag);
-    shmem::shared();
+    TAG.check(tag);
+    shmem::require_preloaded();
     errors::refuse_during_recovery("segment_next()");
     let slots = slots();
-    let mut deadline = Deadline(None);
+    let mut deadline = Deadline::new();
     let mut first = true;
     loop {
         if !first {
@@ -38,7 +39,7 @@ fn segment_next(tag: TextBytes) -> i64 {
         first = false;
         let (index, version) = lookup(tag, &mut deadline);
         let slot = &slots[index];
-        if slot.version.load(Ordering::Acquire) != version {
+        if slot.version.read() != version {
             forget_lookup(tag);
             continue;
         }
@@ -47,8 +48,7 @@ fn segment_next(tag: TextBytes) -> i64 {
         let range = slot.ranges[generation as usize % 2].read(generation);
         // The closing read of the seqlock: the slot is still the one looked up, so the offset and
         // the range belong to this tag. Otherwise the number taken is a gap.
-        fence(Ordering::Acquire);
-        if slot.version.load(Ordering::Relaxed) != version {
+        if !slot.version.still(version) {
             forget_lookup(tag);
             continue;
         }
@@ -56,7 +56,7 @@ fn segment_next(tag: TextBytes) -> i64 {
             if offset < len {
                 if offset == prefetch_offset(len) {
                     slot.want_next.store(true, Ordering::Release);
-                    super::worker::wake();
+                    worker::wake();
                 }
                 return start + offset as i64;
             }
@@ -73,17 +73,6 @@ COMMENT ON FUNCTION segment_next(text) IS
     name = "segment_next",
     requires = [segment_next]
 );
-
-/// When a call must give up waiting (for a range, or a locked table): `pg_idgen.segment_wait_timeout`
-/// after it first had to wait. Why not from the call's start: reading the clock on every call
-/// would cost the hot path more than the rest of it.
-pub(super) struct Deadline(pub(super) Option<i64>);
-
-impl Deadline {
-    pub(super) fn ms(&mut self) -> i64 {
-        *self.0.get_or_insert_with(|| clock::monotonic_millis() + settings::config().segments.wait_timeout_ms as i64)
-    }
-}
 
 /// The slot index and version of a tag, from this backend's caches or by registering it.
 #[inline]
@@ -112,8 +101,8 @@ pub(super) fn prefetch_offset(len: u64) -> u64 {
 #[cold]
 fn switch_or_wait(slot: &Slot, tag: &[u8], version: u64, generation: u64, offset: u64, deadline: &mut Deadline) {
     {
-        let _lock = SlotLock::exclusive();
-        if slot.version.load(Ordering::Acquire) != version || slot.generation() != generation {
+        let _lock = SLOTS.exclusive();
+        if slot.version.read() != version || slot.generation() != generation {
             return; // retired, or another call switched already: retry
         }
         let len = slot.ranges[generation as usize % 2].read(generation).map_or(0, |(_, len)| len);
@@ -136,8 +125,8 @@ fn switch_or_wait(slot: &Slot, tag: &[u8], version: u64, generation: u64, offset
         }
         slot.want_next.store(true, Ordering::Release);
     }
-    super::worker::wake();
-    wait_for_range(slot, tag, version, generation, 0, deadline.ms());
+    worker::wake();
+    wait_for_range(slot, tag, version, generation, 0, deadline);
 }
 
 /// Waits until the worker loaded range `generation + 1`, or found fewer numbers left than the
@@ -145,42 +134,31 @@ fn switch_or_wait(slot: &Slot, tag: &[u8], version: u64, generation: u64, offset
 /// `segment_next()`), or the slot changed, honouring cancel and statement_timeout, at most until
 /// the call's deadline (`pg_idgen.segment_wait_timeout`). A block call that finds the tag at its
 /// end returns: it says so itself (`block_past_the_end`).
-pub(super) fn wait_for_range(slot: &Slot, tag: &[u8], version: u64, generation: u64, block: u64, deadline_ms: i64) {
-    let state = shmem::shared();
+pub(super) fn wait_for_range(slot: &Slot, tag: &[u8], version: u64, generation: u64, block: u64, deadline: &mut Deadline) {
     slot.waits.fetch_add(1, Ordering::Relaxed);
-    let cv = state.segment_loaded();
-    // SAFETY: the condition variable lives in shared memory; every exit cancels the sleep.
-    unsafe { pg_sys::ConditionVariablePrepareToSleep(cv) };
     let ready = || {
-        slot.version.load(Ordering::Acquire) != version
+        slot.version.read() != version
             || slot.generation() != generation
             || slot.ranges[(generation + 1) as usize % 2].read(generation + 1).is_some()
             || slot.end_generation.load(Ordering::Acquire) == generation + 1
             || slot.left.load(Ordering::Acquire) < block
     };
-    while !ready() {
-        let remaining = deadline_ms - clock::monotonic_millis();
-        if remaining <= 0 {
-            unsafe { pg_sys::ConditionVariableCancelSleep() };
-            no_range_in_time(state, tag);
-        }
+    let ask = || {
         if block > 0 {
             // A worker that found too few numbers for a larger block cleared `want_len`: ask again.
             slot.want_len.fetch_max(block, Ordering::AcqRel);
         }
-        super::worker::wake();
-        // Wakes on the worker's broadcast, a timeout, or an interrupt (it checks for those).
-        // SAFETY: prepared to sleep on this condition variable above; it lives in shared memory.
-        unsafe { pg_sys::ConditionVariableTimedSleep(cv, remaining.min(100) as _, pg_sys::PG_WAIT_EXTENSION) };
-    }
-    unsafe { pg_sys::ConditionVariableCancelSleep() };
+        worker::wake();
+    };
+    wait::until(deadline, ready, ask, || no_range_in_time(tag));
     // What the worker found instead of a range: say so, rather than look the tag up again.
     let (dropped, at_end) = {
-        let _lock = SlotLock::shared();
+        let _lock = SLOTS.shared();
+        // SAFETY: this backend's database, set when it connected.
         let mine = slot.holds(unsafe { pg_sys::MyDatabaseId }, tag);
         (
             mine && slot.state.load(Ordering::Acquire) == DROPPED,
-            slot.version.load(Ordering::Acquire) == version && slot.end_generation.load(Ordering::Acquire) == generation + 1,
+            slot.version.read() == version && slot.end_generation.load(Ordering::Acquire) == generation + 1,
         )
     };
     if dropped {
@@ -188,15 +166,13 @@ pub(super) fn wait_for_range(slot: &Slot, tag: &[u8], version: u64, generation: 
         // hosts, ports, users and databases, which the setting keeps to superusers;
         // segment_authority_status() shows it to monitoring roles, and the log has it.
         match &settings::config().segments.authority {
-            Some(_) => unknown_tag(
+            Some(_) => TAG.unknown(
                 tag,
                 "The segment authority (pg_idgen.segment_authority) has no such tag: this server serves the authority's tags.",
                 Some("Create the tag at the segment authority, with segment_create(tag) there."),
             ),
-            None if table::tag_inserted_here(tag, clock::monotonic_millis() + settings::config().segments.wait_timeout_ms as i64) => {
-                errors::created_in_this_transaction(format!("segment tag \"{}\"", display(tag)))
-            }
-            None => unknown_tag(
+            None if table::tag_inserted_here(tag, Deadline::new().ms()) => errors::created_in_this_transaction(TAG.quoted(tag)),
+            None => TAG.unknown(
                 tag,
                 "The worker does not find it in the tag table: it was dropped, or it was created in a transaction that has not committed yet.",
                 Some(table::CREATE_TAG),
@@ -208,45 +184,37 @@ pub(super) fn wait_for_range(slot: &Slot, tag: &[u8], version: u64, generation: 
     }
 }
 
+/// What segment calls wait for, in the words of their errors.
+const RANGES: Awaited = Awaited { kind: "segment tag", numbers: "left", work: "load a range", failed: "load a range" };
+
 #[cold]
-fn no_range_in_time(state: &shmem::SharedState, tag: &[u8]) -> ! {
-    let timeout_ms = settings::config().segments.wait_timeout_ms;
-    let tag = display(tag);
-    match super::worker::is_running() {
-        Err(reason) => errors::raise(
-            PgSqlErrorCode::ERRCODE_CONFIGURATION_LIMIT_EXCEEDED,
-            format!("segment tag \"{tag}\" has no numbers left in shared memory: {reason}"),
-            Some(format!("The call waited pg_idgen.segment_wait_timeout ({timeout_ms} ms) for a worker of this database to load a range.")),
-            None,
-        ),
-        Ok(true) => {}
-        Ok(false) => errors::raise(
-            PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
-            format!("segment tag \"{tag}\" has no numbers left in shared memory, and the pg_idgen worker is not running"),
-            Some(format!("The call waited pg_idgen.segment_wait_timeout ({timeout_ms} ms) for the worker to load a range.")),
-            Some("A worker starts again by itself (pg_idgen.database's within a second, another database's at the next call); the server log says why it stopped."),
-        ),
-    }
-    if settings::config().segments.authority.is_some() {
-        let status = &state.segment_authority;
-        errors::raise(
-            if status.reachable() { PgSqlErrorCode::ERRCODE_LOCK_NOT_AVAILABLE } else { PgSqlErrorCode::ERRCODE_CONNECTION_FAILURE },
-            format!("segment tag \"{tag}\" has no numbers left in shared memory, and the segment authority (pg_idgen.segment_authority) gave no range in time"),
-            Some(format!(
-                "The call waited pg_idgen.segment_wait_timeout ({timeout_ms} ms); the authority {}.",
-                if status.reachable() { "answered the worker's last call" } else { "did not answer the worker's last call" }
-            )),
-            Some("Calls succeed again as soon as the authority gives a range; segment_authority_status() and the server log say why it does not."),
-        )
-    }
-    errors::raise(
-        PgSqlErrorCode::ERRCODE_LOCK_NOT_AVAILABLE,
-        format!("segment tag \"{tag}\" has no numbers left in shared memory, and the worker could not load a range in time"),
-        Some(format!(
-            "The call waited pg_idgen.segment_wait_timeout ({timeout_ms} ms). The worker allocates ranges by updating the tag table in database \"{}\": it may be locked, or the database unreachable.",
+fn no_range_in_time(tag: &[u8]) {
+    let authority = |subject: String| {
+        if settings::config().segments.authority.is_some() {
+            let status = crate::remote::authority();
+            errors::raise(
+                if status.reachable() { PgSqlErrorCode::ERRCODE_LOCK_NOT_AVAILABLE } else { PgSqlErrorCode::ERRCODE_CONNECTION_FAILURE },
+                format!("{subject}, and the segment authority (pg_idgen.segment_authority) gave no range in time"),
+                Some(format!(
+                    "The call waited pg_idgen.segment_wait_timeout ({} ms); the authority {}.",
+                    settings::config().segments.wait_timeout_ms,
+                    if status.reachable() { "answered the worker's last call" } else { "did not answer the worker's last call" }
+                )),
+                Some(
+                    "Calls succeed again as soon as the authority gives a range; segment_authority_status() and the server log say why it does not.",
+                ),
+            )
+        }
+    };
+    wait::no_numbers_in_time(
+        &RANGES,
+        tag,
+        authority,
+        &format!(
+            "The worker allocates ranges by updating the tag table in database \"{}\": it may be locked, or the database unreachable.",
             settings::config().segments.database
-        )),
-        Some("Look for sessions holding locks on the tag table (pg_locks), and at the server log."),
+        ),
+        "Look for sessions holding locks on the tag table (pg_locks), and at the server log.",
     )
 }
 
@@ -286,19 +254,20 @@ pub(super) fn block_past_the_end(tag: &[u8], n: u64, in_memory: u64, left: u64) 
 fn register(tag: &[u8], deadline_ms: i64) -> (usize, u64) {
     // With a segment authority the tags are there: the worker's first allocation finds out.
     if settings::config().segments.authority.is_none() && !table::tag_exists(tag, deadline_ms) {
-        unknown_tag(tag, "It is not in the tag table.", Some(table::CREATE_TAG));
+        TAG.unknown(tag, "It is not in the tag table.", Some(table::CREATE_TAG));
     }
+    // SAFETY: this backend's database, set when it connected.
     let database = unsafe { pg_sys::MyDatabaseId };
     let slots = slots();
     let found = {
-        let _lock = SlotLock::exclusive();
+        let _lock = SLOTS.exclusive();
         match slots.iter().position(|s| s.holds(database, tag) && s.state.load(Ordering::Acquire) != DROPPED) {
             Some(index) => Some(index),
             None => slots.iter().position(|s| matches!(s.state.load(Ordering::Acquire), FREE | DROPPED)).inspect(|&free| {
                 slots[free].take(database, tag);
             }),
         }
-        .map(|index| (index, slots[index].version.load(Ordering::Acquire)))
+        .map(|index| (index, slots[index].version.read()))
     };
     let Some((index, version)) = found else {
         errors::raise(

@@ -1,45 +1,91 @@
-//! The worker's side of the slots: which ranges are wanted now, and publishing what the range
-//! source gave for them.
+//! The segment ranges as a service of the database worker (`RANGES`): which ranges are wanted
+//! now, getting them from the range source, and publishing what it gave.
 
+use std::ffi::CStr;
 use std::sync::atomic::Ordering;
+use std::time::Instant;
 
 use pgrx::pg_sys;
+use pgrx::prelude::*;
 
-use super::slot::{slots, SlotLock, ACTIVE, DROPPED, HISTORY};
+use super::slot::{slots, ACTIVE, DROPPED, HISTORY, SLOTS};
+use super::source::{Authority, LocalTable, Need, Outcome, RangeSource};
+use super::table::TAG_TABLE;
+use crate::worker::{self, Served, Service, Serving};
 use crate::{clock, settings};
 
-/// What the worker must load for one slot now.
-pub struct Need {
-    pub index: usize,
-    pub version: u64,
-    pub generation: u64,
-    pub tag: Vec<u8>,
-    pub step: u64,
-    /// The block a `segment_next_range()` call waits for (0: none): a range must hold all of it,
-    /// or none is allocated (`Outcome::TooShort`).
-    pub block: u64,
+/// The segment ranges, as the database worker serves them.
+pub struct Ranges;
+
+pub static RANGES: Ranges = Ranges;
+
+impl Service for Ranges {
+    fn describe(&self) -> String {
+        match &settings::config().segments.authority {
+            Some(authority) => format!("segment ranges from the segment authority ({})", crate::remote::describe_conninfo(authority)),
+            None => "segment ranges from its tag table".into(),
+        }
+    }
+
+    fn start(&self) -> Box<dyn Serving> {
+        let segments = &settings::config().segments;
+        let source: Box<dyn RangeSource> = match &segments.authority {
+            Some(authority) => Box::new(Authority::new(authority, segments.remote_timeout_ms)),
+            None => Box::new(LocalTable),
+        };
+        Box::new(RangeServing { source, sampled_second: 0 })
+    }
+
+    fn retire_database(&self, database: pg_sys::Oid) {
+        super::slot::retire_database(database);
+    }
+
+    fn cached_tables(&self) -> &'static [&'static CStr] {
+        &[TAG_TABLE]
+    }
 }
 
-/// What the worker found for a slot.
-pub enum Outcome {
-    /// A range it allocated, committed and flushed.
-    Range(i64, u64),
-    /// The tag's row is gone.
-    NoTag,
-    /// The tag is at bigint's end: there is no range `generation`.
-    Exhausted,
-    /// Fewer numbers than the block are left before bigint's end (how many): nothing allocated,
-    /// so they stay for smaller blocks and single numbers.
-    TooShort(u64),
-    /// The allocation failed (a lock, …); the message is for the log.
-    Failed(String),
+/// What one worker keeps between its turns: where its ranges come from, and the last second it
+/// sampled the tags' rates.
+struct RangeServing {
+    source: Box<dyn RangeSource>,
+    sampled_second: i64,
+}
+
+impl Serving for RangeServing {
+    /// Allocates the ranges the database's slots want, one after another, and wakes the waiting
+    /// calls after each (a call need not wait for the other tags' allocations).
+    fn serve(&mut self, database: pg_sys::Oid, until: Instant) -> Served {
+        let mut served = Served::default();
+        for (i, need) in needs(database).into_iter().enumerate() {
+            if worker::told_to_stop() || (i > 0 && Instant::now() >= until) {
+                served.more = true;
+                break;
+            }
+            let outcome = self.source.allocate(&need);
+            served.wanted |= !matches!(outcome, Outcome::Failed(_));
+            if publish(&need, &outcome) {
+                if let Outcome::Failed(message) = &outcome {
+                    warning!(
+                        "pg_idgen worker: could not allocate a range for segment tag \"{}\": {message} ({} attempts failed in a row; retrying)",
+                        crate::tables::display(&need.tag),
+                        slots()[need.index].backoff.failures()
+                    );
+                }
+            }
+            worker::notify_published();
+        }
+        sample_rates(&mut self.sampled_second);
+        served.wanted |= anything_wanted(database);
+        served
+    }
 }
 
 /// Slots of `database` whose next range is wanted, not loaded yet, and not in a backoff.
-pub fn needs(database: pg_sys::Oid) -> Vec<Need> {
+fn needs(database: pg_sys::Oid) -> Vec<Need> {
     let config = &settings::config().segments;
     let now_ms = clock::monotonic_millis();
-    let _lock = SlotLock::shared();
+    let _lock = SLOTS.shared();
     let mut needs = Vec::new();
     for (index, slot) in slots().iter().enumerate() {
         if !slot.serves(database) {
@@ -50,7 +96,7 @@ pub fn needs(database: pg_sys::Oid) -> Vec<Need> {
         if !(slot.want_next.load(Ordering::Acquire) || block > 0)
             || slot.ranges[wanted as usize % 2].read(wanted).is_some()
             || wanted >= slot.end_generation.load(Ordering::Acquire)
-            || slot.retry_at_ms.load(Ordering::Relaxed) > now_ms
+            || slot.backoff.pausing(now_ms)
         {
             continue;
         }
@@ -68,18 +114,18 @@ pub fn needs(database: pg_sys::Oid) -> Vec<Need> {
         };
         // A block call waits for a range that holds its whole block.
         let step = step.max(block);
-        needs.push(Need { index, version: slot.version.load(Ordering::Acquire), generation: wanted, tag: slot.tag(), step, block });
+        needs.push(Need { index, version: slot.version.read(), generation: wanted, tag: slot.tag(), step, block });
     }
     needs
 }
 
 /// Publishes what the worker found for a slot, unless the slot changed meanwhile. A failure
 /// sets the slot's backoff and says whether it is time to log it (at most every 10 s a tag).
-pub fn publish(need: &Need, outcome: &Outcome) -> bool {
+fn publish(need: &Need, outcome: &Outcome) -> bool {
     let slot = &slots()[need.index];
     let now_ms = clock::monotonic_millis();
-    let _lock = SlotLock::exclusive();
-    if slot.version.load(Ordering::Acquire) != need.version {
+    let _lock = SLOTS.exclusive();
+    if slot.version.read() != need.version {
         return false;
     }
     // Only the range the slot wants next, and only once: a range published twice for one
@@ -98,7 +144,7 @@ pub fn publish(need: &Need, outcome: &Outcome) -> bool {
             slot.last_load_ms.store(now_ms, Ordering::Relaxed);
             slot.want_next.store(false, Ordering::Release);
             slot.want_len.store(0, Ordering::Release);
-            slot.failures.store(0, Ordering::Relaxed);
+            slot.backoff.succeeded();
             false
         }
         Outcome::NoTag => {
@@ -120,39 +166,26 @@ pub fn publish(need: &Need, outcome: &Outcome) -> bool {
             slot.want_len.store(0, Ordering::Release);
             false
         }
-        Outcome::Failed(_) => super::worker::record_failure(&slot.failures, &slot.retry_at_ms, &slot.warned_at_ms, now_ms),
+        Outcome::Failed(_) => slot.backoff.failed(now_ms),
     }
 }
 
 /// Whether a slot of `database` wants its next range and its allocations are not failing: its
 /// worker is not idle. Why not failing ones: a worker that cannot allocate (the segment authority
 /// is down) must still exit in time for DROP DATABASE; a call that waits starts it again.
-pub fn anything_wanted(database: pg_sys::Oid) -> bool {
-    let _lock = SlotLock::shared();
+fn anything_wanted(database: pg_sys::Oid) -> bool {
+    let _lock = SLOTS.shared();
     slots().iter().any(|slot| {
         slot.serves(database)
             && (slot.want_next.load(Ordering::Acquire) || slot.want_len.load(Ordering::Acquire) > 0)
             && slot.state.load(Ordering::Acquire) == ACTIVE
-            && slot.failures.load(Ordering::Relaxed) == 0
+            && !slot.backoff.failing()
     })
-}
-
-/// Ends every slot's pause after failed allocations: the source answers again (a segment
-/// authority that was unreachable), so no tag should wait out a pause that counted on it not.
-pub fn retry_now() {
-    for slot in slots() {
-        slot.retry_at_ms.store(0, Ordering::Relaxed);
-    }
-}
-
-/// Failed allocations in a row of a slot (for the worker's log line).
-pub fn failures(index: usize) -> u32 {
-    slots()[index].failures.load(Ordering::Relaxed)
 }
 
 /// Records each active slot's issued count, once a second, for ids/s over the last minute.
 /// `last_second` is the caller's record of the last second sampled.
-pub fn sample_rates(last_second: &mut i64) {
+fn sample_rates(last_second: &mut i64) {
     let second = clock::wall_unix_micros() / 1_000_000;
     if second == *last_second {
         return;

@@ -5,11 +5,12 @@ use std::sync::atomic::{fence, AtomicBool, AtomicI64, AtomicU32, AtomicU64, Atom
 
 use pgrx::pg_sys;
 
+use crate::seqlock::Seqlock;
 use crate::settings;
-use crate::shmem::{self, CacheLine};
+use crate::shmem::{self, CacheLine, SharedSlice};
+use crate::tables::MAX_NAME_LEN;
+use crate::worker::Backoff;
 
-/// Tags are 1 to 63 bytes.
-pub const MAX_TAG_LEN: usize = 63;
 pub(super) const OFFSET_BITS: u32 = 32;
 pub(super) const OFFSET_MASK: u64 = (1 << OFFSET_BITS) - 1;
 /// An offset this large is past every range (ranges hold under 2^31 numbers): the slow path sets
@@ -67,11 +68,11 @@ pub struct Slot {
     /// Taken by fetch_add on every call, so on a cache line of its own.
     pub(super) cursor: CacheLine<AtomicU64>,
     pub(super) ranges: [RangeCell; 2],
-    pub(super) version: AtomicU64,
+    pub(super) version: Seqlock,
     pub(super) state: AtomicU32,
     pub(super) database: AtomicU32,
     pub(super) tag_len: AtomicU32,
-    pub(super) tag: [AtomicU8; MAX_TAG_LEN],
+    pub(super) tag: [AtomicU8; MAX_NAME_LEN],
     /// The next range is wanted (prefetch share reached, or a call is waiting).
     pub(super) want_next: AtomicBool,
     /// The least length a block call (`segment_next_range`) needs from the next range; 0: none.
@@ -93,10 +94,8 @@ pub struct Slot {
     pub(super) issued_before: AtomicU64,
     /// Calls that had to wait for a range.
     pub(super) waits: AtomicU64,
-    /// Allocations that failed in a row, when the worker may try again, when it last warned.
-    pub(super) failures: AtomicU32,
-    pub(super) retry_at_ms: AtomicI64,
-    pub(super) warned_at_ms: AtomicI64,
+    /// The pause of the slot's failing allocations.
+    pub(super) backoff: Backoff,
     pub(super) history_issued: [AtomicU64; HISTORY],
     pub(super) history_second: [AtomicI64; HISTORY],
 }
@@ -149,17 +148,9 @@ impl Slot {
         self.issued_before.load(Ordering::Relaxed) + in_current
     }
 
-    /// Changes what the slot is, between two version bumps (odd while changing). Under the lock.
-    pub(super) fn change(&self, f: impl FnOnce()) {
-        self.version.fetch_add(1, Ordering::AcqRel);
-        fence(Ordering::Release);
-        f();
-        self.version.fetch_add(1, Ordering::Release);
-    }
-
     /// Gives the free slot to a tag. Under the lock.
     pub(super) fn take(&self, database: pg_sys::Oid, tag: &[u8]) {
-        self.change(|| {
+        self.version.change(|| {
             for (cell, &byte) in self.tag.iter().zip(tag) {
                 cell.store(byte, Ordering::Relaxed);
             }
@@ -179,8 +170,7 @@ impl Slot {
                 counter.store(0, Ordering::Relaxed);
             }
             self.last_load_ms.store(0, Ordering::Relaxed);
-            self.failures.store(0, Ordering::Relaxed);
-            self.retry_at_ms.store(0, Ordering::Relaxed);
+            self.backoff.reset();
             for second in &self.history_second {
                 second.store(0, Ordering::Relaxed);
             }
@@ -190,42 +180,29 @@ impl Slot {
 
     /// Sets the state (FREE retires the cache: the next call looks the tag up again). Under the lock.
     pub(super) fn set_state(&self, state: u32) {
-        self.change(|| self.state.store(state, Ordering::Release));
+        self.version.change(|| self.state.store(state, Ordering::Release));
     }
 }
 
-/// The segment slots, `pg_idgen.max_tags` of them, in the shared-memory area after the shared
-/// state (`shmem::Hooks`).
+/// The segment slots, `pg_idgen.max_tags` of them: the region `pg_idgen segment slots`, with the
+/// LWLock that guards registering, dropping and switching them (the protocol is in `segment`).
+pub static SLOTS: SharedSlice<Slot> = SharedSlice::with_lock(c"pg_idgen segment slots", max_tags, Slot::init);
+
+fn max_tags() -> usize {
+    settings::config().segments.max_tags
+}
+
+/// The slots, or an ERROR that says how to fix a missing `shared_preload_libraries`.
+#[inline]
 pub fn slots() -> &'static [Slot] {
-    // SAFETY: the area holds `max_tags` slots (`slots_size`), initialised by `init_slots` before
-    // any process could attach.
-    unsafe { std::slice::from_raw_parts(shmem::area().cast::<Slot>(), settings::config().segments.max_tags) }
+    SLOTS.get()
 }
 
-/// Bytes of shared memory the slots take.
-pub fn slots_size() -> usize {
-    settings::config().segments.max_tags * std::mem::size_of::<Slot>()
-}
-
-/// Initialises every slot in a new shared-memory area.
-pub fn init_slots(area: *mut u8) {
-    let slots = area.cast::<Slot>();
-    for i in 0..settings::config().segments.max_tags {
-        // SAFETY: the area is new, nobody else uses it, and it holds `max_tags` slots.
-        unsafe { Slot::init(slots.add(i)) };
-    }
-}
-
-/// The segment LWLock (`shmem::segment_lock`), held while the returned guard lives.
-pub(super) struct SlotLock;
-
-impl SlotLock {
-    pub(super) fn exclusive() -> shmem::LockGuard {
-        shmem::LockGuard::exclusive(shmem::segment_lock())
-    }
-
-    pub(super) fn shared() -> shmem::LockGuard {
-        shmem::LockGuard::shared(shmem::segment_lock())
+/// Ends every slot's pause after failed allocations: the source answers again (a segment
+/// authority that was unreachable), so no tag should wait out a pause that counted on it not.
+pub(super) fn retry_now() {
+    for slot in slots() {
+        slot.backoff.retry_now();
     }
 }
 
@@ -245,11 +222,11 @@ fn retire_where(matches: impl Fn(&Slot) -> bool) {
         return; // not preloaded: nothing is cached
     }
     {
-        let _lock = SlotLock::exclusive();
+        let _lock = SLOTS.exclusive();
         for slot in slots().iter().filter(|slot| matches(slot)) {
             slot.set_state(FREE);
         }
     }
     // SAFETY: the condition variable lives in shared memory.
-    unsafe { pg_sys::ConditionVariableBroadcast(shmem::shared().segment_loaded()) };
+    crate::worker::notify_published();
 }

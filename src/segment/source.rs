@@ -10,9 +10,35 @@ use pgrx::prelude::*;
 
 use crate::remote::{self, Connection, RemoteError};
 
-use super::ranges::{Need, Outcome};
 use super::table;
-use crate::tables;
+use crate::{tables, worker};
+
+/// What the worker must load for one slot now.
+pub struct Need {
+    pub index: usize,
+    pub version: u64,
+    pub generation: u64,
+    pub tag: Vec<u8>,
+    pub step: u64,
+    /// The block a `segment_next_range()` call waits for (0: none): a range must hold all of it,
+    /// or none is allocated (`Outcome::TooShort`).
+    pub block: u64,
+}
+
+/// What the worker found for a slot.
+pub enum Outcome {
+    /// A range it allocated, committed and flushed.
+    Range(i64, u64),
+    /// The tag's row is gone.
+    NoTag,
+    /// The tag is at bigint's end: there is no range `generation`.
+    Exhausted,
+    /// Fewer numbers than the block are left before bigint's end (how many): nothing allocated,
+    /// so they stay for smaller blocks and single numbers.
+    TooShort(u64),
+    /// The allocation failed (a lock, …); the message is for the log.
+    Failed(String),
+}
 
 /// A source of ranges for the worker.
 pub trait RangeSource {
@@ -36,7 +62,7 @@ impl RangeSource for LocalTable {
 
 /// Allocates the next range of a tag in a committed, flushed transaction.
 fn allocate(need: &Need) -> Outcome {
-    let outcome = tables::in_worker_transaction(
+    let outcome = worker::in_worker_transaction(
         || {
             let Some(table) = table::tag_table_oid() else {
                 return Outcome::NoTag; // the extension is gone from this database
@@ -50,7 +76,7 @@ fn allocate(need: &Need) -> Outcome {
         Outcome::Failed,
     );
     if let Outcome::Range(..) = outcome {
-        tables::flush_last_commit();
+        worker::flush_last_commit();
     }
     outcome
 }
@@ -92,12 +118,14 @@ fn allocate_row(table: pg_sys::Oid, tag: &[u8], step: i64, block: i64, nowait: b
     let statement = ALLOCATE.replace("{wait}", if nowait { "NOWAIT" } else { "" });
     let args = [tables::text_arg(tag), step.into(), block.into()];
     let row = table::run_on_tag_table(table, tables::Run::Allocation, &statement, |sql| {
-        tables::as_allocation(|| Spi::get_three_with_args::<i64, i64, i64>(sql, &args))
+        worker::as_allocation(|| Spi::get_three_with_args::<i64, i64, i64>(sql, &args))
     })?;
     match row {
         // Why check: a trigger on the table could have changed the new max_id under the update.
         Ok((Some(max_id), Some(len), Some(old))) if old.checked_add(len) == Some(max_id) => Ok(Some((max_id, len))),
-        Ok((Some(_), Some(_), Some(_))) => Err("the tag's new max_id is not its old one plus the range: something changed it under the update".into()),
+        Ok((Some(_), Some(_), Some(_))) => {
+            Err("the tag's new max_id is not its old one plus the range: something changed it under the update".into())
+        }
         _ => Ok(None),
     }
 }
@@ -108,7 +136,16 @@ fn allocate_row(table: pg_sys::Oid, tag: &[u8], step: i64, block: i64, nowait: b
 fn set_parameter(name: &std::ffi::CStr, value: &std::ffi::CStr, action: pg_sys::GucAction::Type) {
     // SAFETY: sets a parameter; both are C strings.
     unsafe {
-        pg_sys::set_config_option(name.as_ptr(), value.as_ptr(), pg_sys::GucContext::PGC_SUSET, pg_sys::GucSource::PGC_S_SESSION, action, true, 0, false);
+        pg_sys::set_config_option(
+            name.as_ptr(),
+            value.as_ptr(),
+            pg_sys::GucContext::PGC_SUSET,
+            pg_sys::GucSource::PGC_S_SESSION,
+            action,
+            true,
+            0,
+            false,
+        );
     }
 }
 
@@ -212,7 +249,7 @@ fn pg_idgen_segment_allocate(
     min_len: i64,
     fcinfo: pg_sys::FunctionCallInfo,
 ) -> TableIterator<'static, (name!(max_id, i64), name!(len, i64))> {
-    table::check_tag_name(tag.0);
+    table::TAG.check(tag.0);
     refuse_unless_committed_alone(fcinfo);
     if !(0..=i32::MAX as i64).contains(&min_len) {
         crate::errors::raise(
@@ -242,7 +279,7 @@ fn pg_idgen_segment_allocate(
     // SAFETY: pops the nest level opened above.
     unsafe { pg_sys::AtEOXact_GUC(true, level) };
     match allocated {
-        Ok(row) => TableIterator::new(row.into_iter()),
+        Ok(row) => TableIterator::new(row),
         Err(message) => crate::errors::raise(PgSqlErrorCode::ERRCODE_INTERNAL_ERROR, message, None, None),
     }
 }
@@ -294,7 +331,7 @@ impl Authority {
             return Err(RemoteError::Unreachable("not tried again yet after the last failure".into()));
         }
         let deadline = Instant::now() + self.timeout;
-        let stop = super::worker::told_to_stop;
+        let stop = worker::told_to_stop;
         if self.connection.is_none() {
             let connection = Connection::open(&self.conninfo, "pg_idgen worker", Some(&self.encoding), deadline, &stop)?;
             remote::pin_session(&connection, self.timeout.as_millis() as u64, deadline, &stop)?;
@@ -320,12 +357,12 @@ impl Authority {
 
 impl RangeSource for Authority {
     fn allocate(&mut self, need: &Need) -> Outcome {
-        let status = &crate::shmem::shared().segment_authority;
+        let status = crate::remote::authority();
         match self.call(need) {
             Ok(outcome) => {
                 self.paused_until = None;
                 if status.failures_in_a_row.load(std::sync::atomic::Ordering::Relaxed) > 0 {
-                    super::ranges::retry_now();
+                    super::slot::retry_now();
                 }
                 status.succeeded();
                 outcome

@@ -5,12 +5,14 @@ use std::sync::atomic::Ordering;
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 
-use super::slot::{slots, SlotLock, HISTORY, OFFSET_BITS, OFFSET_MASK};
+use super::slot::{slots, HISTORY, OFFSET_BITS, OFFSET_MASK, SLOTS};
 use crate::tables::TextOut;
 use crate::{clock, shmem};
 
 #[pg_extern(volatile, parallel_safe)]
 /// One row per segment tag of this database cached in shared memory.
+// Why allowed: pgrx takes the columns' names from the `name!` in the signature.
+#[allow(clippy::type_complexity)]
 fn segment_status() -> TableIterator<
     'static,
     (
@@ -26,11 +28,12 @@ fn segment_status() -> TableIterator<
         name!(waits, i64),
     ),
 > {
-    shmem::shared();
+    shmem::require_preloaded();
+    // SAFETY: this backend's database, set when it connected.
     let database = unsafe { pg_sys::MyDatabaseId };
     let now = clock::wall_unix_micros() / 1_000_000;
     let mut rows = Vec::new();
-    let _lock = SlotLock::shared();
+    let _lock = SLOTS.shared();
     for slot in slots() {
         if !slot.serves(database) {
             continue;
@@ -81,6 +84,8 @@ GRANT EXECUTE ON FUNCTION segment_status() TO pg_monitor;
 #[pg_extern(volatile, parallel_safe)]
 /// Where the segment authority stands for this server: one row, or none without
 /// `pg_idgen.segment_authority`.
+// Why allowed: pgrx takes the columns' names from the `name!` in the signature.
+#[allow(clippy::type_complexity)]
 fn segment_authority_status() -> TableIterator<
     'static,
     (
@@ -92,20 +97,20 @@ fn segment_authority_status() -> TableIterator<
         name!(last_error, Option<String>),
     ),
 > {
-    let state = shmem::shared();
+    shmem::require_preloaded();
     let Some(authority) = &crate::settings::config().segments.authority else {
         return TableIterator::new(Vec::new());
     };
-    let status = &state.segment_authority;
+    let status = crate::remote::authority();
     let succeeded_at_us = status.succeeded_at_us.load(Ordering::Relaxed);
-    let message = status.last_message();
+    let (failures_in_a_row, failures, last_error) = status.failures_shown();
     TableIterator::new(vec![(
         crate::remote::describe_conninfo(authority),
         status.reachable(),
         (succeeded_at_us != 0).then(|| clock::unix_micros_to_timestamptz(succeeded_at_us)),
-        status.failures_in_a_row.load(Ordering::Relaxed) as i64,
-        status.failures.load(Ordering::Relaxed) as i64,
-        (!message.is_empty()).then_some(message),
+        failures_in_a_row,
+        failures,
+        last_error,
     )])
 }
 

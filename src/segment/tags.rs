@@ -4,9 +4,9 @@
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 
-use super::table::{self, check_tag_name, unknown_tag};
-use crate::tables::{self, display, TextBytes};
+use super::table::{self, TAG};
 use crate::errors;
+use crate::tables::{self, display, TextBytes};
 
 #[pg_extern(volatile)]
 /// Creates a segment tag whose first number is `start`. Needs INSERT on the tag table.
@@ -17,15 +17,10 @@ fn segment_create(
     description: default!(Option<TextBytes>, "NULL"),
 ) {
     let (Some(tag), Some(start), Some(step)) = (tag, start, step) else {
-        errors::raise(
-            PgSqlErrorCode::ERRCODE_NULL_VALUE_NOT_ALLOWED,
-            "segment_create: tag, start and step must not be NULL".into(),
-            None,
-            None,
-        )
+        errors::raise(PgSqlErrorCode::ERRCODE_NULL_VALUE_NOT_ALLOWED, "segment_create: tag, start and step must not be NULL".into(), None, None)
     };
     let tag = tag.0;
-    check_tag_name(tag);
+    TAG.check(tag);
     // With an authority, this server's tags are the authority's: a local one would never be
     // served, and a conversion that made one would switch a column to the authority's numbers.
     if crate::settings::config().segments.authority.is_some() {
@@ -55,7 +50,7 @@ fn segment_create(
     let table = table::require_tag_table();
     // Why look first: a unique violation caught in the INSERT would leave the transaction aborted.
     // Two sessions creating the same tag at once: the second gets 23505.
-    let deadline_ms = crate::clock::monotonic_millis() + crate::settings::config().segments.wait_timeout_ms as i64;
+    let deadline_ms = crate::worker::wait::Deadline::new().ms();
     if table::tag_exists(tag, deadline_ms) {
         errors::raise(
             PgSqlErrorCode::ERRCODE_DUPLICATE_OBJECT,
@@ -69,9 +64,12 @@ fn segment_create(
         None => pgrx::datum::DatumWithOid::null_oid(pg_sys::TEXTOID),
     };
     let args = [tables::text_arg(tag), (start - 1).into(), step.into(), description];
-    table::run_on_tag_table(table, tables::Run::Change { events: pg_sys::TRIGGER_TYPE_INSERT }, "INSERT INTO {table} (tag, max_id, step, description) VALUES ($1, $2, $3, $4)", |sql| {
-        Spi::run_with_args(sql, &args)
-    })
+    table::run_on_tag_table(
+        table,
+        tables::Run::Change { events: pg_sys::TRIGGER_TYPE_INSERT },
+        "INSERT INTO {table} (tag, max_id, step, description) VALUES ($1, $2, $3, $4)",
+        |sql| Spi::run_with_args(sql, &args),
+    )
     .unwrap_or_else(|message| errors::raise(PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE, message, None, None))
     .unwrap_or_else(|e| panic!("{e}"));
 }
@@ -83,14 +81,17 @@ fn segment_drop(tag: Option<TextBytes>) {
     let Some(tag) = tag else {
         errors::raise(PgSqlErrorCode::ERRCODE_NULL_VALUE_NOT_ALLOWED, "segment_drop: tag must not be NULL".into(), None, None)
     };
-    check_tag_name(tag.0);
+    TAG.check(tag.0);
     let table = table::require_tag_table();
-    let deleted = table::run_on_tag_table(table, tables::Run::Change { events: pg_sys::TRIGGER_TYPE_DELETE }, "DELETE FROM ONLY {table} WHERE tag OPERATOR(pg_catalog.=) $1 RETURNING true", |sql| {
-        Spi::get_one_with_args::<bool>(sql, &[tables::text_arg(tag.0)])
-    })
+    let deleted = table::run_on_tag_table(
+        table,
+        tables::Run::Change { events: pg_sys::TRIGGER_TYPE_DELETE },
+        "DELETE FROM ONLY {table} WHERE tag OPERATOR(pg_catalog.=) $1 RETURNING true",
+        |sql| Spi::get_one_with_args::<bool>(sql, &[tables::text_arg(tag.0)]),
+    )
     .unwrap_or_else(|message| errors::raise(PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE, message, None, None));
     if !matches!(deleted, Ok(Some(true))) {
-        unknown_tag(tag.0, "It is not in the tag table.", None);
+        TAG.unknown(tag.0, "It is not in the tag table.", None);
     }
 }
 

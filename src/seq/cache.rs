@@ -2,12 +2,18 @@
 //! taking and retiring them, and where every part of the cache's memory lies. The protocol is
 //! stated once, in `seq` (mod.rs).
 
-use std::sync::atomic::{fence, AtomicBool, AtomicI64, AtomicU32, AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, AtomicU8, Ordering};
 
 use pgrx::pg_sys;
 
-use super::{databases, served, wanted};
-use crate::{clock, settings, shmem};
+use super::databases::{self, Counted};
+use super::mix::splitmix64;
+use super::wanted;
+use crate::seqlock::Seqlock;
+use crate::shmem::{self, SharedBytes};
+use crate::tables::MAX_NAME_LEN;
+use crate::worker::{self, Backoff};
+use crate::{clock, settings};
 
 /// The most keys a section holds.
 pub const MAX_SECTION_KEYS: usize = 256;
@@ -27,8 +33,14 @@ pub(super) const READY: u32 = 2;
 /// The worker found no space for it (dropped meanwhile): calls get 42704.
 pub(super) const DROPPED: u32 = 3;
 
-/// Space names are 1 to 63 bytes, as segment tags.
-pub const MAX_SPACE_LEN: usize = 63;
+/// What a state counts as in the lists of each database's sections.
+fn counted(state: u32) -> Counted {
+    match state {
+        READY => Counted::Ready,
+        LOADING => Counted::Loading,
+        _ => Counted::Neither,
+    }
+}
 
 /// Which section a cache entry holds. Why the space's hash (of its name, and of a keyed space's
 /// secret: `TextKeys::space_hash`) and the section size besides the id: ids can be given again (an
@@ -63,7 +75,7 @@ pub struct Line {
 #[repr(C, align(64))]
 pub struct Section {
     /// Odd while the section changes what it holds (taken, loaded, retired); even otherwise.
-    pub(super) version: AtomicU64,
+    pub(super) version: Seqlock,
     pub(super) state: AtomicU32,
     pub(super) database: AtomicU32,
     pub(super) space_id: AtomicU32,
@@ -82,14 +94,11 @@ pub struct Section {
     /// The last raise, and when it was published (monotonic ms): a raise used up fast doubles.
     pub(super) raise: AtomicI64,
     pub(super) raised_at_ms: AtomicI64,
-    /// When the worker may try again after failed raises, when it last warned.
-    pub(super) retry_at_ms: AtomicI64,
-    pub(super) warned_at_ms: AtomicI64,
-    /// Raises that failed in a row.
-    pub(super) failures: AtomicU32,
+    /// The pause of the section's failing raises.
+    pub(super) backoff: Backoff,
     /// The space's name, for the worker (which raises the row of this name, id and size only).
     pub(super) space_len: AtomicU32,
-    pub(super) space: [AtomicU8; MAX_SPACE_LEN],
+    pub(super) space: [AtomicU8; MAX_NAME_LEN],
     /// A raise is wanted (prefetch reached, or a call waits); `wanted` has the section's mark.
     pub(super) want_raise: AtomicBool,
     pub(super) lines: [Line; LINES],
@@ -100,20 +109,18 @@ impl Section {
     /// under (a seqlock read).
     #[inline]
     pub(super) fn read_id(&self) -> Option<(SectionId, u32, u64)> {
-        let version = self.version.load(Ordering::Acquire);
-        if version & 1 == 1 {
-            return None;
-        }
-        let state = self.state.load(Ordering::Relaxed);
-        let id = SectionId {
-            database: self.database.load(Ordering::Relaxed),
-            space_id: self.space_id.load(Ordering::Relaxed),
-            section_keys: self.section_keys.load(Ordering::Relaxed),
-            space_hash: self.space_hash.load(Ordering::Relaxed),
-            section: self.section.load(Ordering::Relaxed),
+        let read = || {
+            let state = self.state.load(Ordering::Relaxed);
+            let id = SectionId {
+                database: self.database.load(Ordering::Relaxed),
+                space_id: self.space_id.load(Ordering::Relaxed),
+                section_keys: self.section_keys.load(Ordering::Relaxed),
+                space_hash: self.space_hash.load(Ordering::Relaxed),
+                section: self.section.load(Ordering::Relaxed),
+            };
+            (id, state)
         };
-        fence(Ordering::Acquire);
-        (self.version.load(Ordering::Relaxed) == version && state != FREE).then_some((id, state, version))
+        self.version.read_with(read).filter(|((_, state), _)| *state != FREE).map(|((id, state), version)| (id, state, version))
     }
 
     /// The counter of the key at `index` in the section, and its line.
@@ -131,16 +138,7 @@ impl Section {
     /// Changes what the section is, between two version bumps (odd while changing), which every
     /// line's stamp follows. Under the exclusive lock.
     pub(super) fn change(&self, f: impl FnOnce()) {
-        let odd = self.version.fetch_add(1, Ordering::AcqRel) + 1;
-        for line in &self.lines {
-            line.stamp.store(odd, Ordering::Relaxed);
-        }
-        fence(Ordering::Release);
-        f();
-        for line in &self.lines {
-            line.stamp.store(odd + 1, Ordering::Release);
-        }
-        self.version.store(odd + 1, Ordering::Release);
+        self.version.change_mirrored(self.lines.iter().map(|line| &line.stamp), f);
     }
 
     /// Changes the section's header only (retiring it: 40 lines fewer to write): its lines keep
@@ -148,15 +146,12 @@ impl Section {
     /// database's retire epoch, moved on after this, sends such calls to the header instead. Under
     /// the exclusive lock.
     fn change_header(&self, f: impl FnOnce()) {
-        self.version.fetch_add(1, Ordering::AcqRel);
-        fence(Ordering::Release);
-        f();
-        self.version.fetch_add(1, Ordering::Release);
+        self.version.change(f);
     }
 
     /// The space's name as the section was taken for it.
     pub(super) fn space(&self) -> Vec<u8> {
-        let len = (self.space_len.load(Ordering::Acquire) as usize).min(MAX_SPACE_LEN);
+        let len = (self.space_len.load(Ordering::Acquire) as usize).min(MAX_NAME_LEN);
         self.space[..len].iter().map(|b| b.load(Ordering::Relaxed)).collect()
     }
 
@@ -184,8 +179,7 @@ impl Section {
         self.raise.store(0, Ordering::Relaxed);
         // While LOADING, `raised_at_ms` is when the section was taken (see `find_or_take`).
         self.raised_at_ms.store(clock::monotonic_millis(), Ordering::Relaxed);
-        self.failures.store(0, Ordering::Relaxed);
-        self.retry_at_ms.store(0, Ordering::Relaxed);
+        self.backoff.reset();
         self.state.store(LOADING, Ordering::Release);
         self.want_raise.store(true, Ordering::Release);
         wanted::mark(way);
@@ -207,18 +201,16 @@ pub struct Header {
     epochs: [shmem::CacheLine<AtomicU64>; EPOCHS],
 }
 
-/// Where each part of the cache lies in its area, in bytes from the area's start.
+/// Where each part of the cache lies in its region, in bytes from its start: the header, the
+/// sections, their tags.
 struct Layout {
     sections: usize,
     tags: usize,
-    databases: usize,
-    wanted: usize,
-    served: usize,
     size: usize,
 }
 
 impl Layout {
-    fn of(count: usize, backends: usize) -> Layout {
+    fn of(count: usize) -> Layout {
         let mut at = 0;
         let mut place = |bytes: usize| {
             let start = at;
@@ -229,57 +221,33 @@ impl Layout {
         let sections = place(count * std::mem::size_of::<Section>());
         let (sets, columns) = shape(count);
         let tags = place(sets * columns * std::mem::size_of::<AtomicU64>());
-        let databases = place(databases::size(count));
-        let wanted = place(wanted::size(count));
-        let served = place(served::size(backends));
-        // The area starts after the segment slots, rounded up to a line.
-        Layout { sections, tags, databases, wanted, served, size: at + 64 }
+        Layout { sections, tags, size: at }
     }
 }
 
-/// Processes that may call: `MaxBackends` (the auxiliary processes, which never call, after them).
-pub(super) fn backends() -> usize {
-    // SAFETY: set before shared memory is sized, and never changed after.
-    usize::try_from(unsafe { pg_sys::MaxBackends }).unwrap_or(0)
-}
+/// The section cache: the region `pg_idgen sections`, laid out by `Layout`, all of it valid when
+/// zeroed (every section free, every counter 0), with the LWLock that guards taking, evicting,
+/// loading and retiring sections. Beside it, regions of its own each: the lists of each
+/// database's sections (`databases`), the marks of the sections that want a raise (`wanted`), each
+/// process's count of numbers handed out (`served`).
+pub static CACHE: SharedBytes = SharedBytes::with_lock(c"pg_idgen sections", || Layout::of(count()).size);
 
-/// The layout and where the cache starts (after the segment slots, on a cache line). Found once
-/// per process (the hot path asks on every call).
+/// The layout and where the cache starts. Found once per process (the hot path asks on every
+/// call); never in the postmaster, whose region moves with every crash-restart.
 #[inline]
 fn layout() -> &'static (Layout, usize) {
     static LAYOUT: std::sync::OnceLock<(Layout, usize)> = std::sync::OnceLock::new();
-    LAYOUT.get_or_init(|| {
-        let offset = crate::segment::slots_size().next_multiple_of(64);
-        // SAFETY: the area holds the slots, then `cache_size()` bytes (see lib.rs).
-        let start = unsafe { shmem::area().add(offset) as usize };
-        (Layout::of(settings::config().segments.seq_cache_sections, backends()), start)
-    })
+    LAYOUT.get_or_init(|| (Layout::of(count()), CACHE.start() as usize))
 }
 
-/// Bytes of shared memory the cache takes after the segment slots (with their alignment).
-pub fn cache_size() -> usize {
-    Layout::of(settings::config().segments.seq_cache_sections, backends()).size
-}
-
-/// A part of the cache's area (zeroed with the shared memory), `offset` bytes from its start.
+/// A part of the cache's region (zeroed with the shared memory), `offset` bytes from its start.
 fn part<T>(offset: impl FnOnce(&Layout) -> usize) -> *const T {
     let (layout, start) = layout();
     (start + offset(layout)) as *const T
 }
 
-/// Part offsets, for the modules that own each part.
-pub(super) fn databases_part<T>() -> *const T {
-    part(|l| l.databases)
-}
-pub(super) fn wanted_part<T>() -> *const T {
-    part(|l| l.wanted)
-}
-pub(super) fn served_part<T>() -> *const T {
-    part(|l| l.served)
-}
-
 pub(super) fn header() -> &'static Header {
-    // SAFETY: the cache area starts with the header (zeroed with the shared memory).
+    // SAFETY: the cache's region starts with the header (zeroed with the shared memory).
     unsafe { &*part::<Header>(|_| 0) }
 }
 
@@ -329,7 +297,12 @@ fn tag_of_way(way: usize) -> &'static AtomicU64 {
 
 /// A section's tag: never 0.
 fn tag_of(id: SectionId) -> u64 {
-    splitmix64((u64::from(id.database) << 32 | u64::from(id.space_id)) ^ id.space_hash.rotate_left(17) ^ u64::from(id.section_keys) ^ (id.section as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)) | 1
+    splitmix64(
+        (u64::from(id.database) << 32 | u64::from(id.space_id))
+            ^ id.space_hash.rotate_left(17)
+            ^ u64::from(id.section_keys)
+            ^ (id.section as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
+    ) | 1
 }
 
 /// The sections section `id` may live in (its set), each with its tag.
@@ -344,14 +317,19 @@ fn set_of(id: SectionId) -> impl Iterator<Item = (usize, &'static AtomicU64)> {
 
 /// Which of `sets` sets section `id` lives in. A run of `sets` consecutive sections of a space
 /// goes to every set once, from a set that a hash of database, space and run picks: a space's keys
-/// 0 to n then fit in n / section_keys cached sections, as the setting promises (a hash of each
-/// section, as CPUs do not, filled a third of the sets past 8 for a million dense keys in 8,192
-/// sections, and every pass over the keys evicted there). Sections far apart (text keys, a stride
+/// 0 to n then fit in n / section_keys cached sections, as the setting promises. Why not a hash of
+/// each section (CPUs do not index their caches by one either): dense keys would overfill some
+/// sets, and every pass over the keys would evict there. Sections far apart (text keys, a stride
 /// of `sets`) still land on sets at random.
 fn set_index(id: SectionId, sets: usize) -> usize {
     let sets = sets as i64;
     let (run, place) = (id.section.div_euclid(sets), id.section.rem_euclid(sets));
-    let start = splitmix64((u64::from(id.database) << 32 | u64::from(id.space_id)) ^ id.space_hash ^ u64::from(id.section_keys) ^ (run as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)) % sets as u64;
+    let start = splitmix64(
+        (u64::from(id.database) << 32 | u64::from(id.space_id))
+            ^ id.space_hash
+            ^ u64::from(id.section_keys)
+            ^ (run as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
+    ) % sets as u64;
     // start + place < 2 × sets: a subtraction where a second modulo would divide.
     let set = start + place as u64;
     (if set >= sets as u64 { set - sets as u64 } else { set }) as usize
@@ -366,13 +344,6 @@ pub fn hash_bytes(bytes: &[u8]) -> u64 {
         h = (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
     }
     splitmix64(h)
-}
-
-/// SplitMix64's finaliser: spreads every input bit over the output.
-pub(super) fn splitmix64(mut z: u64) -> u64 {
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
 }
 
 /// A section found: its way (index in the cache), its state and the version it was found under.
@@ -407,7 +378,7 @@ pub(super) fn find(id: SectionId) -> Option<Found> {
 /// worker cannot start, its row stays locked) may be evicted: it must not hold a way of the cache
 /// for good.
 pub(super) fn find_or_take(id: SectionId, space: &[u8]) -> Option<Found> {
-    let _lock = SeqLock::exclusive();
+    let _lock = CACHE.exclusive();
     if let Some(found) = find(id) {
         return Some(found);
     }
@@ -430,7 +401,7 @@ pub(super) fn find_or_take(id: SectionId, space: &[u8]) -> Option<Found> {
         header.evictions.fetch_add(1, Ordering::Relaxed);
     }
     if old_state != FREE {
-        databases::leave(way, victim.database.load(Ordering::Relaxed), old_state);
+        databases::leave(way, victim.database.load(Ordering::Relaxed), counted(old_state));
     }
     victim.change(|| {
         victim.database.store(id.database, Ordering::Relaxed);
@@ -441,25 +412,25 @@ pub(super) fn find_or_take(id: SectionId, space: &[u8]) -> Option<Found> {
         for (cell, &byte) in victim.space.iter().zip(space) {
             cell.store(byte, Ordering::Relaxed);
         }
-        victim.space_len.store(space.len().min(MAX_SPACE_LEN) as u32, Ordering::Relaxed);
+        victim.space_len.store(space.len().min(MAX_NAME_LEN) as u32, Ordering::Relaxed);
         victim.last_used.store(now, Ordering::Relaxed);
         tag_of_way(way).store(tag_of(id), Ordering::Relaxed);
         victim.load(way);
     });
-    databases::join(way, id.database, LOADING);
-    Some(Found { way, state: LOADING, version: victim.version.load(Ordering::Acquire) })
+    databases::join(way, id.database, Counted::Loading);
+    Some(Found { way, state: LOADING, version: victim.version.read() })
 }
 
 /// Takes a section the worker found no space for (DROPPED) again for `id`: the space may have
 /// been committed since. Returns the section holding `id`, or None as `find_or_take`.
 pub(super) fn retake(found: Found, id: SectionId, space: &[u8]) -> Option<Found> {
     {
-        let _lock = SeqLock::exclusive();
+        let _lock = CACHE.exclusive();
         let section = found.section();
-        if section.version.load(Ordering::Acquire) == found.version && section.state.load(Ordering::Acquire) == DROPPED {
+        if section.version.read() == found.version && section.state.load(Ordering::Acquire) == DROPPED {
             section.change(|| section.load(found.way));
-            databases::moved(id.database, DROPPED, LOADING);
-            return Some(Found { way: found.way, state: LOADING, version: section.version.load(Ordering::Acquire) });
+            databases::moved(id.database, Counted::Neither, Counted::Loading);
+            return Some(Found { way: found.way, state: LOADING, version: section.version.read() });
         }
     }
     find_or_take(id, space)
@@ -468,7 +439,7 @@ pub(super) fn retake(found: Found, id: SectionId, space: &[u8]) -> Option<Found>
 /// Changes a section's state (publishing a load, or finding its space gone), under the exclusive
 /// lock: the section's database counts it under its new state.
 pub(super) fn set_state(section: &Section, state: u32) {
-    databases::moved(section.database.load(Ordering::Relaxed), section.state.load(Ordering::Relaxed), state);
+    databases::moved(section.database.load(Ordering::Relaxed), counted(section.state.load(Ordering::Relaxed)), counted(state));
     section.state.store(state, Ordering::Release);
 }
 
@@ -481,11 +452,11 @@ pub fn retire_database(database: pg_sys::Oid) {
     }
     let database = database.to_u32();
     {
-        let _lock = SeqLock::exclusive();
+        let _lock = CACHE.exclusive();
         let all = sections();
         for way in databases::sections_of(database) {
             let section = &all[way];
-            databases::leave(way, database, section.state.load(Ordering::Relaxed));
+            databases::leave(way, database, counted(section.state.load(Ordering::Relaxed)));
             section.change_header(|| {
                 tag_of_way(way).store(0, Ordering::Relaxed);
                 section.state.store(FREE, Ordering::Release);
@@ -496,20 +467,7 @@ pub fn retire_database(database: pg_sys::Oid) {
         epoch_of(database).fetch_add(1, Ordering::AcqRel);
     }
     // SAFETY: the condition variable lives in shared memory.
-    unsafe { pg_sys::ConditionVariableBroadcast(shmem::shared().segment_loaded()) };
-}
-
-/// The sections' LWLock (`shmem::seq_lock`), held while the returned guard lives.
-pub(super) struct SeqLock;
-
-impl SeqLock {
-    pub(super) fn exclusive() -> shmem::LockGuard {
-        shmem::LockGuard::exclusive(shmem::seq_lock())
-    }
-
-    pub(super) fn shared() -> shmem::LockGuard {
-        shmem::LockGuard::shared(shmem::seq_lock())
-    }
+    worker::notify_published();
 }
 
 #[cfg(test)]
@@ -591,6 +549,5 @@ mod tests {
         assert_eq!(std::mem::size_of::<super::Section>(), 2944);
         assert_eq!(std::mem::align_of::<super::Section>(), 64);
         assert_eq!(std::mem::offset_of!(super::Section, lines), 192);
-        assert!(super::LINES * super::LINE_KEYS >= super::MAX_SECTION_KEYS);
     }
 }

@@ -9,7 +9,27 @@
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use super::cache::{self, LOADING, READY};
+use super::mix::splitmix64;
+use crate::settings;
+use crate::shmem::SharedBytes;
+
+/// The table of databases and the links: the region `pg_idgen section databases`, zeroed (every
+/// entry free; a link's values matter only while its section is in a list).
+pub static DATABASES: SharedBytes = SharedBytes::new(c"pg_idgen section databases", || size(count()));
+
+/// The sections of the cache, `pg_idgen.seq_cache_sections`.
+fn count() -> usize {
+    settings::config().segments.seq_cache_sections
+}
+
+/// What a section's state counts as in its database's entry.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(super) enum Counted {
+    Ready,
+    Loading,
+    /// Free or dropped: not counted.
+    Neither,
+}
 
 /// No section (the end of a list).
 const NONE: u32 = u32::MAX;
@@ -37,7 +57,7 @@ fn capacity(count: usize) -> usize {
 }
 
 /// Bytes the table and the links take, for `count` sections.
-pub(super) fn size(count: usize) -> usize {
+fn size(count: usize) -> usize {
     capacity(count) * std::mem::size_of::<Entry>() + count * std::mem::size_of::<Link>()
 }
 
@@ -49,11 +69,11 @@ struct Table<'a> {
 
 impl Table<'static> {
     fn shared() -> Table<'static> {
-        let count = cache::count();
-        // SAFETY: the cache's layout reserves `size(count)` bytes there, zeroed: every entry free,
-        // then one link per section (its values matter only while the section is in a list).
+        let count = count();
+        // SAFETY: the region holds `size(count)` bytes, zeroed: every entry free, then one link per
+        // section (its values matter only while the section is in a list).
         unsafe {
-            let entries = std::slice::from_raw_parts(cache::databases_part::<Entry>(), capacity(count));
+            let entries = std::slice::from_raw_parts(DATABASES.start().cast::<Entry>(), capacity(count));
             let links = std::slice::from_raw_parts(entries.as_ptr_range().end.cast::<Link>(), count);
             Table { entries, links }
         }
@@ -62,7 +82,7 @@ impl Table<'static> {
 
 impl<'a> Table<'a> {
     fn home(&self, database: u32) -> usize {
-        cache::splitmix64(u64::from(database)) as usize % self.entries.len()
+        splitmix64(u64::from(database)) as usize % self.entries.len()
     }
 
     /// Where `database`'s entry is, or the free entry where it would go (linear probing).
@@ -82,7 +102,7 @@ impl<'a> Table<'a> {
         (entry.database.load(Ordering::Relaxed) == database).then_some(entry)
     }
 
-    fn join(&self, way: usize, database: u32, state: u32) {
+    fn join(&self, way: usize, database: u32, state: Counted) {
         let entry = &self.entries[self.slot(database)];
         if entry.database.load(Ordering::Relaxed) == 0 {
             entry.first.store(NONE, Ordering::Relaxed);
@@ -100,7 +120,7 @@ impl<'a> Table<'a> {
         }
     }
 
-    fn leave(&self, way: usize, database: u32, state: u32) {
+    fn leave(&self, way: usize, database: u32, state: Counted) {
         let Some(entry) = self.entry(database) else { return };
         let (previous, next) = (self.links[way].previous.load(Ordering::Relaxed), self.links[way].next.load(Ordering::Relaxed));
         match previous {
@@ -159,28 +179,28 @@ impl<'a> Table<'a> {
     }
 }
 
-/// The count of `state` in an entry (LOADING and READY are counted).
-fn counter(entry: &Entry, state: u32) -> Option<&AtomicU32> {
+/// The count of `state` in an entry.
+fn counter(entry: &Entry, state: Counted) -> Option<&AtomicU32> {
     match state {
-        READY => Some(&entry.ready),
-        LOADING => Some(&entry.loading),
-        _ => None,
+        Counted::Ready => Some(&entry.ready),
+        Counted::Loading => Some(&entry.loading),
+        Counted::Neither => None,
     }
 }
 
 /// Adds section `way`, in `state`, to `database`'s list.
-pub(super) fn join(way: usize, database: u32, state: u32) {
+pub(super) fn join(way: usize, database: u32, state: Counted) {
     Table::shared().join(way, database, state);
 }
 
 /// Takes section `way`, in `state`, out of `database`'s list; an entry left without sections is
 /// freed.
-pub(super) fn leave(way: usize, database: u32, state: u32) {
+pub(super) fn leave(way: usize, database: u32, state: Counted) {
     Table::shared().leave(way, database, state);
 }
 
 /// A section of `database` changed state (it stays in the list).
-pub(super) fn moved(database: u32, from: u32, to: u32) {
+pub(super) fn moved(database: u32, from: Counted, to: Counted) {
     let Some(entry) = Table::shared().entry(database) else { return };
     if let Some(count) = counter(entry, from) {
         count.fetch_sub(1, Ordering::Relaxed);
@@ -202,7 +222,7 @@ pub(super) fn counts(database: u32) -> (u32, u32) {
 
 #[cfg(test)]
 mod tests {
-    use super::{capacity, Entry, Link, Table, LOADING, READY};
+    use super::{capacity, Counted, Entry, Link, Table};
     use std::sync::atomic::AtomicU32;
 
     /// Claim: sections join and leave the lists of many databases (several sharing a probe run, at
@@ -217,13 +237,13 @@ mod tests {
         let links: Vec<Link> = (0..sections).map(|_| Link { previous: AtomicU32::new(0), next: AtomicU32::new(0) }).collect();
         let table = Table { entries: &entries, links: &links };
         // Which database and state each way has (None: free), as the table should know it.
-        let mut model: Vec<Option<(u32, u32)>> = vec![None; sections];
+        let mut model: Vec<Option<(u32, Counted)>> = vec![None; sections];
         let mut random = 7u64;
         for step in 0..20_000 {
-            random = super::cache::splitmix64(random.wrapping_add(step));
+            random = super::splitmix64(random.wrapping_add(step));
             let way = (random % sections as u64) as usize;
             let database = 1 + (random >> 20) as u32 % 23;
-            let state = if random >> 40 & 1 == 0 { READY } else { LOADING };
+            let state = if random >> 40 & 1 == 0 { Counted::Ready } else { Counted::Loading };
             match model[way] {
                 Some((held, old_state)) => {
                     table.leave(way, held, old_state);
@@ -241,8 +261,10 @@ mod tests {
                 expected.sort();
                 assert_eq!(listed, expected, "step {step}: database {database}'s list");
                 let count = |s| model.iter().filter(|m| **m == Some((database, s))).count() as u32;
-                let counts = table.entry(database).map_or((0, 0), |e| (e.ready.load(std::sync::atomic::Ordering::Relaxed), e.loading.load(std::sync::atomic::Ordering::Relaxed)));
-                assert_eq!(counts, (count(READY), count(LOADING)), "step {step}: database {database}'s counts");
+                let counts = table
+                    .entry(database)
+                    .map_or((0, 0), |e| (e.ready.load(std::sync::atomic::Ordering::Relaxed), e.loading.load(std::sync::atomic::Ordering::Relaxed)));
+                assert_eq!(counts, (count(Counted::Ready), count(Counted::Loading)), "step {step}: database {database}'s counts");
                 assert_eq!(table.entry(database).is_some(), !expected.is_empty(), "step {step}: database {database} has an entry");
             }
         }

@@ -13,7 +13,8 @@ use super::text_key::{collation_name, is_deterministic, NONDETERMINISTIC};
 use crate::c_function::{function_info_v1, guarded_in_database_encoding};
 use crate::errors::{raise_in_database_encoding, DatabaseText};
 
-const USAGE: &str = "Use it as: CREATE TRIGGER name BEFORE INSERT ON t FOR EACH ROW EXECUTE FUNCTION seq_fill('space', 'key_column', 'number_column').";
+const USAGE: &str =
+    "Use it as: CREATE TRIGGER name BEFORE INSERT ON t FOR EACH ROW EXECUTE FUNCTION seq_fill('space', 'key_column', 'number_column').";
 
 fn usage_error(message: DatabaseText) -> ! {
     raise_in_database_encoding(PgSqlErrorCode::ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED, message, None, Some(USAGE))
@@ -84,10 +85,10 @@ unsafe fn fill(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
         }
         let definition = &*trigger.tg_trigger;
         if definition.tgnargs != 3 {
-            usage_error(DatabaseText::default().ascii(&format!(
-                "seq_fill() takes 3 arguments (space, key column, number column), not {}",
-                definition.tgnargs
-            )));
+            usage_error(
+                DatabaseText::default()
+                    .ascii(&format!("seq_fill() takes 3 arguments (space, key column, number column), not {}", definition.tgnargs)),
+            );
         }
         let argument = |i: usize| CStr::from_ptr(*definition.tgargs.add(i));
         let (space, key_column, number_column) = (argument(0), argument(1), argument(2));
@@ -128,7 +129,10 @@ unsafe fn fill(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
                 PgSqlErrorCode::ERRCODE_DATATYPE_MISMATCH,
                 about_column("number ", number_column, relation_name).ascii(" must be bigint or integer"),
                 // Why not a domain: a value a BEFORE trigger sets is not checked against it.
-                Some(DatabaseText::default().ascii("Not a domain over them either: the value the trigger sets would not be checked against its constraints.")),
+                Some(
+                    DatabaseText::default()
+                        .ascii("Not a domain over them either: the value the trigger sets would not be checked against its constraints."),
+                ),
                 None,
             );
         }
@@ -173,7 +177,8 @@ unsafe fn fill(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
         let mut replace_null = false;
         let mut value = value;
         let mut column = number_attnum;
-        let changed = pg_sys::heap_modify_tuple_by_cols(tuple, desc, 1, &mut column, &mut value, &mut replace_null);
+        // Why raw pointers: the parameters are `*mut` up to PostgreSQL 16 and `*const` from 17 on.
+        let changed = pg_sys::heap_modify_tuple_by_cols(tuple, desc, 1, &raw mut column, &raw mut value, &raw mut replace_null);
         pg_sys::Datum::from(changed)
     }
 }

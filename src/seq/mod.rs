@@ -74,7 +74,7 @@
 //! | the section's mark in `wanted` | whoever sets `want_raise`, after it; the worker clears it before it reads `want_raise` | atomic bits |
 //! | the database lists and counts | take, load, retire, a space found gone | the lock |
 //! | `last_used` | calls, when the use clock moved since this backend last wrote it | approximate |
-//! | `raise`, `raised_at_ms`, `failures`, `retry_at_ms`, `warned_at_ms` | the worker | one writer |
+//! | `raise`, `raised_at_ms`, `backoff` | the worker | one writer |
 //! | a backend's `recent` map, its served counter | that backend | its own |
 //!
 //! Spaces carry an id (a space created anew gets another), and their sections the hash of the
@@ -87,6 +87,7 @@
 mod cache;
 mod databases;
 mod fill;
+mod mix;
 mod next;
 mod raise;
 mod recent;
@@ -96,6 +97,8 @@ mod status;
 mod text_key;
 mod wanted;
 
-pub use cache::{cache_size, retire_database};
-pub use spaces::CACHED_TABLES;
-pub use raise::serve_round;
+pub use cache::CACHE;
+pub use databases::DATABASES;
+pub use raise::SECTIONS;
+pub use served::SERVED;
+pub use wanted::WANTED;

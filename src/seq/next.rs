@@ -5,19 +5,20 @@
 
 use std::cell::RefCell;
 use std::collections::HashMap;
-use std::sync::atomic::{fence, Ordering};
+use std::sync::atomic::Ordering;
 
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 
 use super::cache::{self, header, sections, Section, SectionId, DROPPED, LOADING, READY};
 use super::recent::Recent;
-use super::spaces::{check_space_name, space_inserted_here, space_row, unknown_space, Space, CREATE_SPACE};
+use super::spaces::{space_inserted_here, space_row, Space, CREATE_SPACE, SPACE};
 use super::text_key::{require_deterministic_argument, secret_missing};
 use super::{served, wanted};
+use crate::seqlock::Seqlock;
 use crate::tables::{display, TextBytes};
-use crate::segment::worker;
-use crate::{clock, errors, settings, shmem};
+use crate::worker::wait::{self, Awaited, Deadline};
+use crate::{errors, settings, shmem, worker};
 
 thread_local! {
     /// This backend's spaces, by name, as its last lookup found them, each with this backend's
@@ -100,10 +101,10 @@ fn seq_key_in_space(space: TextBytes, key: TextBytes, fcinfo: pg_sys::FunctionCa
     // SAFETY: the call's own fcinfo.
     require_deterministic_argument(unsafe { (*fcinfo).fncollation }, "seq_key()");
     // The row, not this backend's copy: nothing here finds out that the copy is stale.
-    check_space_name(space.0);
+    SPACE.check(space.0);
     let info = space_row(space.0, Deadline::new().ms());
     remember(space.0, info);
-    let Some(info) = info else { unknown_space(space.0, "It is not in seq_space.", Some(CREATE_SPACE)) };
+    let Some(info) = info else { SPACE.unknown(space.0, "It is not in seq_space.", Some(CREATE_SPACE)) };
     Key::Text(key.0).in_space(&info).unwrap_or_else(|| secret_missing(space.0))
 }
 
@@ -134,20 +135,6 @@ fn split(key: i64, section_keys: u32) -> (i64, usize) {
     (key.div_euclid(k), key.rem_euclid(k) as usize)
 }
 
-/// When a call must give up waiting: `pg_idgen.segment_wait_timeout` after it first had to wait
-/// (the hot path reads no clock), however often it starts over.
-pub(super) struct Deadline(Option<i64>);
-
-impl Deadline {
-    pub(super) fn new() -> Deadline {
-        Deadline(None)
-    }
-
-    fn ms(&mut self) -> i64 {
-        *self.0.get_or_insert_with(|| clock::monotonic_millis() + settings::config().segments.wait_timeout_ms as i64)
-    }
-}
-
 /// The next number of `key`.
 #[inline]
 pub(super) fn next(space: &[u8], key: Key) -> i64 {
@@ -160,8 +147,7 @@ pub(super) fn next(space: &[u8], key: Key) -> i64 {
         // The closing read of the seqlock: the section still holds this key, so the number and
         // the prefetch point are the key's. Otherwise the number taken is a gap, and the call
         // starts over.
-        fence(Ordering::Acquire);
-        if line.stamp.load(Ordering::Relaxed) == ready.version {
+        if Seqlock::copy_still(&line.stamp, ready.version) {
             // Why below bigint's end: at it, the counter wraps to a negative number.
             if !(0..i64::MAX).contains(&previous) {
                 exhausted(space, key);
@@ -184,8 +170,7 @@ pub(super) fn next(space: &[u8], key: Key) -> i64 {
 fn past_prefetch_point(ready: &Ready, number: i64, space: &[u8], deadline: &mut Deadline) -> bool {
     let section = ready.section;
     let limit = section.limit.load(Ordering::Acquire);
-    fence(Ordering::Acquire);
-    if section.version.load(Ordering::Relaxed) != ready.version {
+    if !section.version.still(ready.version) {
         return false;
     }
     if number <= limit {
@@ -205,8 +190,7 @@ fn current(space: &[u8], key: Key) -> i64 {
         let (line, counter) = ready.section.counter(ready.index);
         let number = counter.load(Ordering::Acquire);
         let limit = ready.section.limit.load(Ordering::Acquire);
-        fence(Ordering::Acquire);
-        if line.stamp.load(Ordering::Relaxed) == ready.version && ready.section.version.load(Ordering::Relaxed) == ready.version {
+        if Seqlock::copy_still(&line.stamp, ready.version) && ready.section.version.still(ready.version) {
             // A counter past the limit holds numbers that waiting calls took but have not handed
             // out; one that wrapped at bigint's end handed out bigint's last number.
             return if number < 0 { i64::MAX } else { number.min(limit) };
@@ -241,7 +225,7 @@ impl Ready {
 /// loaded by the worker while the call waits.
 #[inline]
 fn ready_section(space: &[u8], key: Key, function: &str, deadline: &mut Deadline) -> Ready {
-    shmem::shared();
+    shmem::require_preloaded();
     errors::refuse_during_recovery(function);
     // SAFETY: this backend's database.
     let database = unsafe { pg_sys::MyDatabaseId }.to_u32();
@@ -309,13 +293,13 @@ fn remember(space: &[u8], info: Option<Space>) -> u32 {
 /// it, and waits for the worker to load it.
 #[cold]
 fn load_section(space: &[u8], key: Key, database: u32, deadline: &mut Deadline, served: (&'static std::sync::atomic::AtomicU64, bool)) -> Ready {
-    check_space_name(space);
+    SPACE.check(space);
     let mut retook = false;
     loop {
         pgrx::check_for_interrupts!();
         let info = space_row(space, deadline.ms());
         let number = remember(space, info);
-        let Some(info) = info else { unknown_space(space, "It is not in seq_space.", Some(CREATE_SPACE)) };
+        let Some(info) = info else { SPACE.unknown(space, "It is not in seq_space.", Some(CREATE_SPACE)) };
         let key = key.in_space(&info).unwrap_or_else(|| secret_missing(space));
         let (section, index) = split(key, info.section_keys);
         let id = section_id(database, &info, section);
@@ -327,7 +311,7 @@ fn load_section(space: &[u8], key: Key, database: u32, deadline: &mut Deadline, 
                     if space_inserted_here(space, deadline.ms()) {
                         errors::created_in_this_transaction(format!("sequence space \"{}\"", display(space)));
                     }
-                    unknown_space(
+                    SPACE.unknown(
                         space,
                         "The worker does not find it in seq_space: it was dropped, or it was created in a transaction that has not committed yet.",
                         Some(CREATE_SPACE),
@@ -346,7 +330,7 @@ fn load_section(space: &[u8], key: Key, database: u32, deadline: &mut Deadline, 
         };
         let section = found.section();
         match section.state.load(Ordering::Acquire) {
-            READY if section.version.load(Ordering::Acquire) == found.version => {
+            READY if section.version.read() == found.version => {
                 HOT.with_borrow_mut(|hot| hot.recent.remember(number, id.section, found.way, found.version));
                 return Ready { section, way: found.way, version: found.version, index, served, remembered: (number, id.section) };
             }
@@ -370,77 +354,54 @@ fn wait_for_limit(ready: &Ready, number: i64, space: &[u8], deadline: &mut Deadl
     let section = ready.section;
     header().waits.fetch_add(1, Ordering::Relaxed);
     wait_until(Some((section, ready.way, ready.version)), deadline, space, || section.limit.load(Ordering::Acquire) >= number);
-    section.version.load(Ordering::Acquire) == ready.version
+    section.version.read() == ready.version
 }
 
-/// Sleeps on the workers' condition variable until the section changed or `done()` (with no
-/// section: one round), honouring cancel and statement_timeout, at most until the deadline
-/// (`pg_idgen.segment_wait_timeout`). Before each sleep it asks the worker for the section again:
-/// a request the worker took up before this call's need arose may not cover it.
+/// Waits until the section changed or `done()` (with no section: one round), asking the worker
+/// for the section before each sleep (`wait::until`).
 fn wait_until(section: Option<(&Section, usize, u64)>, deadline: &mut Deadline, space: &[u8], done: impl Fn() -> bool) {
-    let deadline_ms = deadline.ms();
-    let cv = shmem::shared().segment_loaded();
-    // SAFETY: the condition variable lives in shared memory; every exit cancels the sleep.
-    unsafe { pg_sys::ConditionVariablePrepareToSleep(cv) };
-    let mut slept = false;
-    loop {
-        match section {
-            // Changed first: a section that holds another key now must not be asked for.
-            Some((section, way, version)) => {
-                if section.version.load(Ordering::Acquire) != version || done() {
-                    break;
-                }
-                section.want_raise.store(true, Ordering::Release);
-                wanted::mark(way);
-            }
-            None if slept => break,
-            None => {}
+    let mut rounds = 0;
+    let ready = || match section {
+        // Changed first: a section that holds another key now must not be asked for.
+        Some((section, _, version)) => section.version.read() != version || done(),
+        None => {
+            rounds += 1;
+            rounds > 1
         }
-        let remaining = deadline_ms - clock::monotonic_millis();
-        if remaining <= 0 {
-            unsafe { pg_sys::ConditionVariableCancelSleep() };
-            no_numbers_in_time(space, section.is_none());
+    };
+    let ask = || {
+        if let Some((section, way, _)) = section {
+            section.want_raise.store(true, Ordering::Release);
+            wanted::mark(way);
         }
         worker::wake();
-        // SAFETY: prepared to sleep on this condition variable above.
-        unsafe { pg_sys::ConditionVariableTimedSleep(cv, remaining.min(100) as _, pg_sys::PG_WAIT_EXTENSION) };
-        slept = true;
-    }
-    unsafe { pg_sys::ConditionVariableCancelSleep() };
+    };
+    wait::until(deadline, ready, ask, || no_numbers_in_time(space, section.is_none()));
 }
 
+/// What the calls of per-key sequences wait for, in the words of their errors.
+const SECTIONS: Awaited = Awaited { kind: "sequence space", numbers: "ready", work: "raise a section", failed: "raise its section" };
+
 #[cold]
-fn no_numbers_in_time(space: &[u8], cache_full: bool) -> ! {
-    let timeout_ms = settings::config().segments.wait_timeout_ms;
-    let space = display(space);
+fn no_numbers_in_time(space: &[u8], cache_full: bool) {
     if cache_full {
         errors::raise(
             PgSqlErrorCode::ERRCODE_CONFIGURATION_LIMIT_EXCEEDED,
-            format!("no section of the cache was free for sequence space \"{space}\" in time"),
-            Some(format!("Every section its key's section may live in was being loaded for pg_idgen.segment_wait_timeout ({timeout_ms} ms).")),
+            format!("no section of the cache was free for {} in time", SPACE.quoted(space)),
+            Some(format!(
+                "Every section its key's section may live in was being loaded for pg_idgen.segment_wait_timeout ({} ms).",
+                settings::config().segments.wait_timeout_ms
+            )),
             Some("Raise pg_idgen.seq_cache_sections and restart the server."),
         )
     }
-    match worker::is_running() {
-        Err(reason) => errors::raise(
-            PgSqlErrorCode::ERRCODE_CONFIGURATION_LIMIT_EXCEEDED,
-            format!("sequence space \"{space}\" has no numbers ready in shared memory: {reason}"),
-            Some(format!("The call waited pg_idgen.segment_wait_timeout ({timeout_ms} ms) for a worker of this database.")),
-            None,
-        ),
-        Ok(false) => errors::raise(
-            PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
-            format!("sequence space \"{space}\" has no numbers ready in shared memory, and the pg_idgen worker is not running"),
-            Some(format!("The call waited pg_idgen.segment_wait_timeout ({timeout_ms} ms) for the worker to raise a section.")),
-            Some("A worker starts again by itself (pg_idgen.database's within a second, another database's at the next call); the server log says why it stopped."),
-        ),
-        Ok(true) => errors::raise(
-            PgSqlErrorCode::ERRCODE_LOCK_NOT_AVAILABLE,
-            format!("sequence space \"{space}\" has no numbers ready in shared memory, and the worker could not raise its section in time"),
-            Some(format!("The call waited pg_idgen.segment_wait_timeout ({timeout_ms} ms). The worker raises sections by updating seq_section, which may be locked; the server log says why it could not.")),
-            Some("Look for sessions holding locks on seq_section or seq_space (pg_locks), and at the server log."),
-        ),
-    }
+    wait::no_numbers_in_time(
+        &SECTIONS,
+        space,
+        |_| {},
+        "The worker raises sections by updating seq_section, which may be locked; the server log says why it could not.",
+        "Look for sessions holding locks on seq_section or seq_space (pg_locks), and at the server log.",
+    )
 }
 
 #[cold]
@@ -468,7 +429,7 @@ mod tests {
     /// 0xaf63dc4c8601ec8c), so a change of the hash fails this test.
     #[test]
     fn text_keys_hash_to_fixed_values() {
-        assert_eq!(hash_bytes(b"a"), crate::seq::cache::splitmix64(0xaf63_dc4c_8601_ec8c));
+        assert_eq!(hash_bytes(b"a"), crate::seq::mix::splitmix64(0xaf63_dc4c_8601_ec8c));
         assert_eq!(hash_bytes(b"a"), 198367012849983736_i64 as u64);
         assert_eq!(hash_bytes(b"alice"), -4192475849746331044_i64 as u64);
         assert_eq!(hash_bytes(b""), -780787492076525413_i64 as u64);

@@ -1,17 +1,20 @@
-//! The worker's side of the sections: which are to be loaded or raised now, raising them in the
-//! section table (`SectionSource`), and publishing what was raised.
+//! The sections of per-key sequences as a service of the database worker (`SECTIONS`): which are
+//! to be loaded or raised now, raising them in the section table (`SectionSource`), and
+//! publishing what was raised.
 
+use std::ffi::CStr;
 use std::sync::atomic::Ordering;
+use std::time::Instant;
 
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 
-use super::cache::{self, header, sections, SeqLock, DROPPED, LOADING, READY};
-use super::wanted;
+use super::cache::{self, header, sections, CACHE, DROPPED, LOADING, READY};
 use super::spaces::{SECTION_TABLE, SPACE_TABLE};
-use crate::segment::worker;
+use super::wanted;
 use crate::tables;
-use crate::{clock, settings, shmem};
+use crate::worker::{self, Served, Service, Serving};
+use crate::{clock, settings};
 
 /// A raise published less than this after the one before doubles the next (up to
 /// `pg_idgen.segment_max_step`): a hot section then waits for the worker less often.
@@ -62,16 +65,15 @@ pub struct LocalSections;
 /// Raises per transaction at most: each is a subtransaction with its own transaction id, and past
 /// 64 a backend's cache of them overflows, which slows every snapshot of the server.
 const RAISES_PER_TRANSACTION: usize = 64;
-/// After this long in a transaction (or in a round) the rest of the raises wait for the next
-/// round: each locked row may cost `lock_timeout`, a worker told to stop must not take a batch's
-/// worth of them, and the worker's segment ranges wait meanwhile.
+/// After this long in a transaction the rest of its raises wait for the next turn: each locked
+/// row may cost `lock_timeout`, and a worker told to stop must not take a batch's worth of them.
 const TRANSACTION_BUDGET: std::time::Duration = std::time::Duration::from_secs(1);
 
 impl SectionSource for LocalSections {
     fn raise(&mut self, needs: &[Need]) -> Vec<Outcome> {
-        let outcomes = tables::in_worker_transaction(|| raise_all(needs), |message| needs.iter().map(|_| Outcome::Failed(message.clone())).collect());
+        let outcomes = worker::in_worker_transaction(|| raise_all(needs), |message| needs.iter().map(|_| Outcome::Failed(message.clone())).collect());
         if outcomes.iter().any(|outcome| matches!(outcome, Outcome::Raised(..))) {
-            tables::flush_last_commit();
+            worker::flush_last_commit();
         }
         outcomes
     }
@@ -122,7 +124,7 @@ fn in_subtransaction<T>(f: impl FnOnce() -> Result<T, String>) -> Result<T, Stri
             restore();
             pg_sys::RollbackAndReleaseCurrentSubTransaction();
             restore();
-            Err(tables::caught_message(&error))
+            Err(worker::caught_message(&error))
         })
         .execute()
     }
@@ -153,19 +155,20 @@ fn raise_row(spaces: pg_sys::Oid, sections: pg_sys::Oid, need: &Need) -> Result<
          ON CONFLICT DO NOTHING
       RETURNING 0::pg_catalog.int8, t.max_seq";
     let tables = [("{sections}", sections), ("{spaces}", spaces)];
-    let args = || [(need.space_id as i32).into(), need.section.into(), need.raise.into(), tables::text_arg(&need.space), (need.section_keys as i32).into()];
+    let args =
+        || [(need.space_id as i32).into(), need.section.into(), need.raise.into(), tables::text_arg(&need.space), (need.section_keys as i32).into()];
     let run = |statement: &str| {
         tables::run_on_tables(&tables, tables::Run::Allocation, statement, |sql| {
-            tables::as_allocation(|| Spi::get_two_with_args::<i64, i64>(sql, &args()))
+            worker::as_allocation(|| Spi::get_two_with_args::<i64, i64>(sql, &args()))
         })
     };
     let checked = |row: Result<(Option<i64>, Option<i64>), pgrx::spi::SpiError>| {
         match row {
-        // Why check: a trigger could have changed the new max_seq under the statement.
-        Ok((Some(old), Some(new))) if (new > old || old == i64::MAX) && new > 0 => Some(Ok(Outcome::Raised(old, new))),
-        Ok((Some(_), Some(_))) => Some(Err("the section's new max_seq is not above its old one: something changed it under the raise".into())),
-        _ => None,
-    }
+            // Why check: a trigger could have changed the new max_seq under the statement.
+            Ok((Some(old), Some(new))) if (new > old || old == i64::MAX) && new > 0 => Some(Ok(Outcome::Raised(old, new))),
+            Ok((Some(_), Some(_))) => Some(Err("the section's new max_seq is not above its old one: something changed it under the raise".into())),
+            _ => None,
+        }
     };
     if let Some(outcome) = checked(run(RAISE)?) {
         return outcome;
@@ -195,7 +198,7 @@ fn raise_row(spaces: pg_sys::Oid, sections: pg_sys::Oid, need: &Need) -> Result<
 pub fn needs(database: pg_sys::Oid) -> Vec<Need> {
     let now_ms = clock::monotonic_millis();
     let max_step = settings::config().segments.max_step as i64;
-    let _lock = SeqLock::shared();
+    let _lock = CACHE.shared();
     let all = sections();
     let mut needs = Vec::new();
     for index in wanted::marked() {
@@ -206,7 +209,7 @@ pub fn needs(database: pg_sys::Oid) -> Vec<Need> {
             wanted::clear(index);
             continue;
         }
-        if section.database.load(Ordering::Acquire) != database.to_u32() || section.retry_at_ms.load(Ordering::Relaxed) > now_ms {
+        if section.database.load(Ordering::Acquire) != database.to_u32() || section.backoff.pausing(now_ms) {
             continue; // another database's worker's, or later
         }
         wanted::clear(index);
@@ -217,7 +220,7 @@ pub fn needs(database: pg_sys::Oid) -> Vec<Need> {
         let fast = previous > 0 && now_ms - section.raised_at_ms.load(Ordering::Relaxed) < FAST_RAISE_MS;
         needs.push(Need {
             index,
-            version: section.version.load(Ordering::Acquire),
+            version: section.version.read(),
             space_id: section.space_id.load(Ordering::Relaxed),
             space: section.space(),
             section_keys: section.section_keys.load(Ordering::Relaxed),
@@ -235,8 +238,8 @@ pub fn needs(database: pg_sys::Oid) -> Vec<Need> {
 pub fn publish(need: &Need, outcome: &Outcome) -> bool {
     let section = &sections()[need.index];
     let now_ms = clock::monotonic_millis();
-    let _lock = SeqLock::exclusive();
-    if section.version.load(Ordering::Acquire) != need.version {
+    let _lock = CACHE.exclusive();
+    if section.version.read() != need.version {
         return false;
     }
     match *outcome {
@@ -263,7 +266,7 @@ pub fn publish(need: &Need, outcome: &Outcome) -> bool {
             }
             section.raise.store(step, Ordering::Relaxed);
             section.raised_at_ms.store(now_ms, Ordering::Relaxed);
-            section.failures.store(0, Ordering::Relaxed);
+            section.backoff.succeeded();
             // The request is answered, unless a key is already past the new prefetch point (a call
             // that took its number meanwhile, or waits). Cleared first: a call past the point after
             // this look finds it clear and asks itself.
@@ -281,7 +284,7 @@ pub fn publish(need: &Need, outcome: &Outcome) -> bool {
         Outcome::Failed(_) => {
             section.want_raise.store(true, Ordering::Release);
             wanted::mark(need.index);
-            worker::record_failure(&section.failures, &section.retry_at_ms, &section.warned_at_ms, now_ms)
+            section.backoff.failed(now_ms)
         }
         Outcome::Skipped => {
             section.want_raise.store(true, Ordering::Release);
@@ -305,40 +308,63 @@ fn tick_use_clock() {
     }
 }
 
-/// One round of the worker for the sections of `database`: loads and raises what is wanted, and
-/// says whether anything is still wanted (a failing raise does not count: see
-/// `segment::ranges::anything_wanted`).
-pub fn serve_round(database: pg_sys::Oid) -> bool {
-    let state = shmem::shared();
-    tick_use_clock();
-    let mut source = LocalSections;
-    let needs = needs(database);
-    let started = std::time::Instant::now();
-    for batch in needs.chunks(RAISES_PER_TRANSACTION) {
-        // Why a budget for the round too: the worker's segment ranges wait for it.
-        let skip = worker::told_to_stop() || started.elapsed() > TRANSACTION_BUDGET;
-        let outcomes = if skip { batch.iter().map(|_| Outcome::Skipped).collect() } else { source.raise(batch) };
-        for (need, outcome) in batch.iter().zip(&outcomes) {
-            if publish(need, outcome) {
-                if let Outcome::Failed(message) = outcome {
-                    let failures = sections()[need.index].failures.load(Ordering::Relaxed);
-                    warning!(
-                        "pg_idgen worker: could not raise section {} of sequence space \"{}\": {message} ({failures} attempts failed in a row; retrying)",
-                        need.section,
-                        tables::display(&need.space)
-                    );
+/// The sections of per-key sequences, as the database worker serves them.
+pub struct Sections;
+
+pub static SECTIONS: Sections = Sections;
+
+impl Service for Sections {
+    fn describe(&self) -> String {
+        "the sections of per-key sequences from its tables".into()
+    }
+
+    fn start(&self) -> Box<dyn Serving> {
+        Box::new(LocalSections)
+    }
+
+    fn retire_database(&self, database: pg_sys::Oid) {
+        super::cache::retire_database(database);
+    }
+
+    fn cached_tables(&self) -> &'static [&'static CStr] {
+        super::spaces::CACHED_TABLES
+    }
+}
+
+impl Serving for LocalSections {
+    /// Loads and raises what the database's sections want, in transactions of up to
+    /// `RAISES_PER_TRANSACTION` raises, and wakes the waiting calls after each.
+    fn serve(&mut self, database: pg_sys::Oid, until: Instant) -> Served {
+        tick_use_clock();
+        let mut served = Served::default();
+        for (i, batch) in needs(database).chunks(RAISES_PER_TRANSACTION).enumerate() {
+            // Skipped, a batch is marked as wanted again, for the next turn.
+            let skip = worker::told_to_stop() || (i > 0 && Instant::now() >= until);
+            served.more |= skip;
+            let outcomes = if skip { batch.iter().map(|_| Outcome::Skipped).collect() } else { self.raise(batch) };
+            for (need, outcome) in batch.iter().zip(&outcomes) {
+                served.more |= matches!(outcome, Outcome::Skipped);
+                if publish(need, outcome) {
+                    if let Outcome::Failed(message) = outcome {
+                        let failures = sections()[need.index].backoff.failures();
+                        warning!(
+                            "pg_idgen worker: could not raise section {} of sequence space \"{}\": {message} ({failures} attempts failed in a row; retrying)",
+                            need.section,
+                            tables::display(&need.space)
+                        );
+                    }
                 }
             }
+            worker::notify_published();
         }
-        // SAFETY: the condition variable lives in shared memory.
-        unsafe { pg_sys::ConditionVariableBroadcast(state.segment_loaded()) };
+        let _lock = CACHE.shared();
+        let all = sections();
+        served.wanted = wanted::marked().into_iter().map(|index| &all[index]).any(|s| {
+            s.database.load(Ordering::Acquire) == database.to_u32()
+                && matches!(s.state.load(Ordering::Acquire), LOADING | READY)
+                && s.want_raise.load(Ordering::Acquire)
+                && !s.backoff.failing()
+        });
+        served
     }
-    let _lock = SeqLock::shared();
-    let all = sections();
-    wanted::marked().into_iter().map(|index| &all[index]).any(|s| {
-        s.database.load(Ordering::Acquire) == database.to_u32()
-            && matches!(s.state.load(Ordering::Acquire), LOADING | READY)
-            && s.want_raise.load(Ordering::Acquire)
-            && s.failures.load(Ordering::Relaxed) == 0
-    })
 }

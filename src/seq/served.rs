@@ -6,18 +6,21 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use pgrx::pg_sys;
 
-use super::cache;
-use crate::shmem::CacheLine;
+use crate::shmem::{CacheLine, SharedBytes};
 
-/// Bytes the counters take for `backends` processes: one line each, and one for processes past
-/// them (none is, but a count must not be lost if one were).
-pub(super) fn size(backends: usize) -> usize {
-    (backends + 1) * std::mem::size_of::<CacheLine<AtomicU64>>()
+/// The counters: the region `pg_idgen sections served`, zeroed. One line for each process that
+/// may call, and one for processes past them (none is, but a count must not be lost if one were).
+pub static SERVED: SharedBytes = SharedBytes::new(c"pg_idgen sections served", || (backends() + 1) * std::mem::size_of::<CacheLine<AtomicU64>>());
+
+/// Processes that may call: `MaxBackends` (the auxiliary processes, which never call, after them).
+fn backends() -> usize {
+    // SAFETY: set before shared memory is sized, and never changed after.
+    usize::try_from(unsafe { pg_sys::MaxBackends }).unwrap_or(0)
 }
 
 fn counters() -> &'static [CacheLine<AtomicU64>] {
-    // SAFETY: the cache's layout reserves `size(backends)` bytes there, zeroed.
-    unsafe { std::slice::from_raw_parts(cache::served_part::<CacheLine<AtomicU64>>(), cache::backends() + 1) }
+    // SAFETY: the region holds `backends() + 1` lines, zeroed.
+    unsafe { std::slice::from_raw_parts(SERVED.start().cast::<CacheLine<AtomicU64>>().cast_const(), backends() + 1) }
 }
 
 /// This process's counter: the one at its `PGPROC`'s index. Whether it is this process's alone (a

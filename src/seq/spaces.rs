@@ -6,11 +6,11 @@ use std::ffi::CStr;
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 
-use super::cache::{retire_database, MAX_SECTION_KEYS, MAX_SPACE_LEN};
+use super::cache::{retire_database, MAX_SECTION_KEYS};
 use super::text_key::{self, TextKeys, SECRET_LEN};
 use crate::c_function::c_functions;
-use crate::errors;
-use crate::tables::{self, display, Run, TextBytes};
+use crate::tables::{self, display, Name, Owner, Row, Run, TextBytes};
+use crate::{errors, worker};
 
 pgrx::extension_sql_file!("spaces.sql", name = "seq_tables");
 
@@ -32,36 +32,11 @@ pub struct Space {
     pub text_keys: TextKeys,
 }
 
-/// Space names are 1 to 63 bytes: checked before any lookup.
-pub fn check_space_name(space: &[u8]) {
-    if space.is_empty() || space.len() > MAX_SPACE_LEN {
-        errors::raise(
-            PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
-            format!(
-                "invalid sequence space \"{}\"",
-                display(&space[..space.len().min(80)])
-            ),
-            Some(format!(
-                "A space name is 1 to {MAX_SPACE_LEN} bytes long, not {}.",
-                space.len()
-            )),
-            None,
-        )
-    }
-}
+/// Sequence spaces, in the words of their errors.
+pub const SPACE: Name = Name { kind: "sequence space", called: "A space name" };
 
 /// The hint for a space that a call needs and that does not exist here.
 pub const CREATE_SPACE: &str = "Create it with seq_space_create(space).";
-
-#[cold]
-pub fn unknown_space(space: &[u8], detail: &str, hint: Option<&str>) -> ! {
-    errors::raise(
-        PgSqlErrorCode::ERRCODE_UNDEFINED_OBJECT,
-        format!("sequence space \"{}\" does not exist", display(space)),
-        Some(detail.into()),
-        hint,
-    )
-}
 
 /// Whether the space's row is one this transaction inserted and has not committed.
 pub fn space_inserted_here(space: &[u8], deadline_ms: i64) -> bool {
@@ -73,26 +48,14 @@ pub fn space_inserted_here(space: &[u8], deadline_ms: i64) -> bool {
 /// transactions), and its secret's if it is keyed. Waits for a locked table until `deadline_ms`,
 /// then raises 55P03.
 pub fn space_row(space: &[u8], deadline_ms: i64) -> Option<Space> {
-    let what = || {
-        format!(
-            "sequence space \"{}\": the space table is locked",
-            display(space)
-        )
-    };
-    let (id, section_keys, hash) = tables::with_row(
-        SPACE_TABLE,
-        c"space",
-        space,
-        deadline_ms,
-        &what,
-        |relation, tuple| {
-            // SAFETY: the tuple is the open relation's.
-            let int = |name: &CStr| unsafe { attribute_i32(relation, tuple, name) };
-            // SAFETY: as above; a table without the column is one of pg_idgen's SQL before 0.9.0.
-            let hash = unsafe { column(relation, tuple, c"text_key_hash") }.map(|datum| text_bytes(datum).to_vec());
-            (int(c"id") as u32, int(c"section_keys") as u32, hash)
-        },
-    )?;
+    let what = || format!("sequence space \"{}\": the space table is locked", display(space));
+    let (id, section_keys, hash) = tables::with_row(SPACE_TABLE, c"space", space, deadline_ms, &what, |relation, tuple| {
+        // SAFETY: the tuple is the open relation's, valid while `read` runs.
+        let row = unsafe { Row::new(relation, tuple, Owner::Table("seq_space")) };
+        let int = |name: &CStr| row.int(name).unwrap_or(0);
+        // A table without text_key_hash is one of pg_idgen's SQL before 0.9.0.
+        (int(c"id") as u32, int(c"section_keys") as u32, row.optional_text(c"text_key_hash"))
+    })?;
     let text_keys = TextKeys::of_row(space, hash.as_deref(), || secret_row(space, deadline_ms));
     Some(Space { id, section_keys, hash: text_keys.space_hash(space), text_keys })
 }
@@ -102,45 +65,11 @@ pub fn space_row(space: &[u8], deadline_ms: i64) -> Option<Space> {
 fn secret_row(space: &[u8], deadline_ms: i64) -> Option<[u8; SECRET_LEN]> {
     let what = || format!("sequence space \"{}\": its secret's table is locked", display(space));
     tables::with_row(SECRET_TABLE, c"space", space, deadline_ms, &what, |relation, tuple| {
-        // SAFETY: the tuple is the open relation's; the column is checked to be bytea.
-        unsafe {
-            let attnum = pg_sys::get_attnum((*relation).rd_id, c"secret".as_ptr());
-            if attnum <= 0 || pg_sys::get_atttype((*relation).rd_id, attnum) != pg_sys::BYTEAOID {
-                return None;
-            }
-            column(relation, tuple, c"secret").and_then(|datum| text_bytes(datum).try_into().ok())
-        }
+        // SAFETY: the tuple is the open relation's, valid while `read` runs.
+        let row = unsafe { Row::new(relation, tuple, Owner::Table("seq_space_secret")) };
+        row.optional_bytes(c"secret").and_then(|secret| secret.try_into().ok())
     })
     .flatten()
-}
-
-/// The bytes of a text or bytea datum (both varlenas), detoasted.
-fn text_bytes<'a>(datum: pg_sys::Datum) -> &'a [u8] {
-    // SAFETY: a non-NULL varlena datum of a tuple of an open relation.
-    unsafe { <&[u8]>::from_polymorphic_datum(datum, false, pg_sys::TEXTOID) }.unwrap_or_default()
-}
-
-/// # Safety
-/// `tuple` is a valid tuple of the open `relation`.
-unsafe fn attribute_i32(relation: pg_sys::Relation, tuple: pg_sys::HeapTuple, name: &CStr) -> i32 {
-    // SAFETY: per the function's contract; the column's type is checked before it is read.
-    unsafe {
-        let attnum = pg_sys::get_attnum((*relation).rd_id, name.as_ptr());
-        if attnum <= 0 || pg_sys::get_atttype((*relation).rd_id, attnum) != pg_sys::INT4OID {
-            errors::raise(
-                PgSqlErrorCode::ERRCODE_DATA_CORRUPTED,
-                format!(
-                    "pg_idgen's seq_space has no int column {}",
-                    name.to_string_lossy()
-                ),
-                None,
-                None,
-            );
-        }
-        let mut null = false;
-        let datum = pg_sys::heap_getattr(tuple, attnum as i32, (*relation).rd_att, &mut null);
-        i32::from_datum(datum, null).unwrap_or(0)
-    }
 }
 
 fn require_tables() -> (pg_sys::Oid, pg_sys::Oid) {
@@ -172,31 +101,20 @@ fn seq_space_create(
         )
     };
     let space = space.0;
-    check_space_name(space);
+    SPACE.check(space);
     if step < 1 {
         errors::raise(
             PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
-            format!(
-                "invalid step {step} for sequence space \"{}\"",
-                display(space)
-            ),
-            Some(
-                "The step is how far the worker raises a section's maximum at least: 1 or more."
-                    .into(),
-            ),
+            format!("invalid step {step} for sequence space \"{}\"", display(space)),
+            Some("The step is how far the worker raises a section's maximum at least: 1 or more.".into()),
             None,
         )
     }
     if !(1..=MAX_SECTION_KEYS as i32).contains(&section_keys) {
         errors::raise(
             PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
-            format!(
-                "invalid section_keys {section_keys} for sequence space \"{}\"",
-                display(space)
-            ),
-            Some(format!(
-                "A section holds 1 to {MAX_SECTION_KEYS} neighbouring keys."
-            )),
+            format!("invalid section_keys {section_keys} for sequence space \"{}\"", display(space)),
+            Some(format!("A section holds 1 to {MAX_SECTION_KEYS} neighbouring keys.")),
             None,
         )
     }
@@ -205,15 +123,10 @@ fn seq_space_create(
         Some(text) => tables::text_arg(text.0),
         None => pgrx::datum::DatumWithOid::null_oid(pg_sys::TEXTOID),
     };
-    let args = [
-        tables::text_arg(space),
-        step.into(),
-        section_keys.into(),
-        description,
-    ];
+    let args = [tables::text_arg(space), step.into(), section_keys.into(), description];
     // Why look first: a unique violation caught in the INSERT would leave the transaction
     // aborted. Two sessions creating the same space at once: the second gets 23505.
-    let deadline_ms = crate::clock::monotonic_millis() + crate::settings::config().segments.wait_timeout_ms as i64;
+    let deadline_ms = crate::worker::wait::Deadline::new().ms();
     if space_row(space, deadline_ms).is_some() {
         errors::raise(
             PgSqlErrorCode::ERRCODE_DUPLICATE_OBJECT,
@@ -271,14 +184,9 @@ std::thread_local! {
 /// on seq_space and seq_section.
 fn seq_space_drop(space: Option<TextBytes>) {
     let Some(space) = space else {
-        errors::raise(
-            PgSqlErrorCode::ERRCODE_NULL_VALUE_NOT_ALLOWED,
-            "seq_space_drop: space must not be NULL".into(),
-            None,
-            None,
-        )
+        errors::raise(PgSqlErrorCode::ERRCODE_NULL_VALUE_NOT_ALLOWED, "seq_space_drop: space must not be NULL".into(), None, None)
     };
-    check_space_name(space.0);
+    SPACE.check(space.0);
     // Why: under REPEATABLE READ the DELETE of the sections would not see a section the worker
     // inserted after this transaction's snapshot, and a space created again under the name would
     // continue from that row.
@@ -292,42 +200,36 @@ fn seq_space_drop(space: Option<TextBytes>) {
         );
     }
     let (spaces, sections) = require_tables();
-    struct Reset;
-    impl Drop for Reset {
-        fn drop(&mut self) {
-            DROPPING.set(false);
-        }
-    }
-    DROPPING.set(true);
-    let _reset = Reset;
-    // The space's row first: its lock keeps the worker from raising (and inserting) sections of
-    // it until this transaction ends.
-    let delete = Run::Change { events: pg_sys::TRIGGER_TYPE_DELETE };
-    let deleted = run_or_raise(
-        &[("{spaces}", spaces)],
-        delete,
-        "WITH gone AS (DELETE FROM ONLY {spaces} WHERE space OPERATOR(pg_catalog.=) $1 RETURNING space)
-         SELECT pg_catalog.count(*) OPERATOR(pg_catalog.>) 0 FROM gone",
-        |sql| Spi::get_one_with_args::<bool>(sql, &[tables::text_arg(space.0)]),
-    );
-    if deleted != Some(true) {
-        unknown_space(space.0, "It is not in seq_space.", None);
-    }
-    run_or_raise(&[("{sections}", sections)], delete, "DELETE FROM ONLY {sections} WHERE space OPERATOR(pg_catalog.=) $1", |sql| {
-        Spi::run_with_args(sql, &[tables::text_arg(space.0)])
-    });
-    // Its secret, as the tables' owner (as seq_space_create() made it): the space's row went with
-    // the caller's rights.
-    if let Some(secrets) = tables::extension_table_oid(SECRET_TABLE) {
-        run_or_raise(
-            &[("{secrets}", secrets)],
-            Run::ChangeAsOwner { events: pg_sys::TRIGGER_TYPE_DELETE },
-            "DELETE FROM ONLY {secrets} WHERE space OPERATOR(pg_catalog.=) $1",
-            |sql| Spi::run_with_args(sql, &[tables::text_arg(space.0)]),
+    tables::as_own(&DROPPING, || {
+        // The space's row first: its lock keeps the worker from raising (and inserting) sections of
+        // it until this transaction ends.
+        let delete = Run::Change { events: pg_sys::TRIGGER_TYPE_DELETE };
+        let deleted = run_or_raise(
+            &[("{spaces}", spaces)],
+            delete,
+            "WITH gone AS (DELETE FROM ONLY {spaces} WHERE space OPERATOR(pg_catalog.=) $1 RETURNING space)
+             SELECT pg_catalog.count(*) OPERATOR(pg_catalog.>) 0 FROM gone",
+            |sql| Spi::get_one_with_args::<bool>(sql, &[tables::text_arg(space.0)]),
         );
-    }
-    // SAFETY: this backend's database.
-    retire_database(unsafe { pg_sys::MyDatabaseId });
+        if deleted != Some(true) {
+            SPACE.unknown(space.0, "It is not in seq_space.", None);
+        }
+        run_or_raise(&[("{sections}", sections)], delete, "DELETE FROM ONLY {sections} WHERE space OPERATOR(pg_catalog.=) $1", |sql| {
+            Spi::run_with_args(sql, &[tables::text_arg(space.0)])
+        });
+        // Its secret, as the tables' owner (as seq_space_create() made it): the space's row went with
+        // the caller's rights.
+        if let Some(secrets) = tables::extension_table_oid(SECRET_TABLE) {
+            run_or_raise(
+                &[("{secrets}", secrets)],
+                Run::ChangeAsOwner { events: pg_sys::TRIGGER_TYPE_DELETE },
+                "DELETE FROM ONLY {secrets} WHERE space OPERATOR(pg_catalog.=) $1",
+                |sql| Spi::run_with_args(sql, &[tables::text_arg(space.0)]),
+            );
+        }
+        // SAFETY: this backend's database.
+        retire_database(unsafe { pg_sys::MyDatabaseId });
+    })
 }
 
 pgrx::extension_sql!(
@@ -364,59 +266,12 @@ fn retire_for_this_statement() {
 
 #[cold]
 fn refuse(message: String, detail: &str, hint: &str) -> ! {
-    errors::raise(
-        PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
-        message,
-        Some(detail.into()),
-        Some(hint),
-    )
+    errors::raise(PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE, message, Some(detail.into()), Some(hint))
 }
 
-/// The value of a tuple's column as a datum, and whether it is NULL.
-///
-/// # Safety
-/// `tuple` is a valid tuple of the open `relation`.
-unsafe fn column(
-    relation: pg_sys::Relation,
-    tuple: pg_sys::HeapTuple,
-    name: &CStr,
-) -> Option<pg_sys::Datum> {
-    // SAFETY: per the function's contract.
-    unsafe {
-        let attnum = pg_sys::get_attnum((*relation).rd_id, name.as_ptr());
-        if attnum <= 0 {
-            return None;
-        }
-        let mut null = false;
-        let datum = pg_sys::heap_getattr(tuple, attnum as i32, (*relation).rd_att, &mut null);
-        (!null).then_some(datum)
-    }
-}
-
-/// Whether the column differs between two tuples of a table: int and bigint by value, text and
-/// bytea by their bytes (the columns it is asked about).
-///
-/// # Safety
-/// Both tuples are valid tuples of the open `relation`.
-unsafe fn changed(
-    relation: pg_sys::Relation,
-    old: pg_sys::HeapTuple,
-    new: pg_sys::HeapTuple,
-    name: &CStr,
-) -> bool {
-    // SAFETY: per the function's contract.
-    unsafe {
-        let attnum = pg_sys::get_attnum((*relation).rd_id, name.as_ptr());
-        let varlena = attnum > 0
-            && matches!(pg_sys::get_atttype((*relation).rd_id, attnum), pg_sys::TEXTOID | pg_sys::BYTEAOID);
-        match (column(relation, old, name), column(relation, new, name)) {
-            (Some(a), Some(b)) if varlena => text_bytes(a) != text_bytes(b),
-            (Some(a), Some(b)) => a.value() != b.value(),
-            (None, None) => false,
-            _ => true,
-        }
-    }
-}
+/// The trigger reads the tables' own columns, and nothing else: a table without one of them is
+/// refused.
+const TRIGGER: Owner = Owner::Trigger { function: "pg_idgen_seq_changed()", table: "seq_space, seq_section or seq_space_secret" };
 
 c_functions! {
     /// The trigger on `seq_space`, `seq_section` and `seq_space_secret` (AFTER UPDATE OR DELETE
@@ -453,16 +308,16 @@ c_functions! {
             pg_sys::TRIGGER_EVENT_DELETE if !DROPPING.get() => {
                 refuse(format!("rows of {table} can only be deleted by seq_space_drop()"), gone, hint)
             }
-            pg_sys::TRIGGER_EVENT_UPDATE if !tables::is_allocating() => {
-                let (old, new) = (trigger.tg_trigtuple, trigger.tg_newtuple);
-                let changed = |name: &CStr| changed(relation, old, new, name);
+            pg_sys::TRIGGER_EVENT_UPDATE if !worker::is_allocating() => {
+                let old = Row::new(relation, trigger.tg_trigtuple, TRIGGER);
+                let new = Row::new(relation, trigger.tg_newtuple, TRIGGER);
+                let text_changed = |name: &CStr| old.text(name) != new.text(name);
                 match table {
                     "seq_section" => {
-                        if changed(c"space") || changed(c"section") {
+                        if text_changed(c"space") || old.bigint(c"section") != new.bigint(c"section") {
                             refuse("a row of seq_section cannot move to another space or section".into(), "Its max_seq is its own section's.", hint);
                         }
-                        let max = |tuple| column(relation, tuple, c"max_seq").map(|d| d.value() as i64);
-                        if let (Some(old_max), Some(new_max)) = (max(old), max(new)) {
+                        if let (Some(old_max), Some(new_max)) = (old.bigint(c"max_seq"), new.bigint(c"max_seq")) {
                             if new_max < old_max {
                                 refuse(
                                     format!("max_seq of a section cannot move back from {old_max} to {new_max}"),
@@ -472,10 +327,15 @@ c_functions! {
                             }
                         }
                     }
-                    "seq_space_secret" if changed(c"space") || changed(c"secret") => {
+                    "seq_space_secret" if text_changed(c"space") || old.bytes(c"secret") != new.bytes(c"secret") => {
                         refuse("the secret of a sequence space cannot change".into(), gone, hint);
                     }
-                    "seq_space" if changed(c"space") || changed(c"id") || changed(c"section_keys") || changed(c"text_key_hash") => {
+                    "seq_space"
+                        if text_changed(c"space")
+                            || old.int(c"id") != new.int(c"id")
+                            || old.int(c"section_keys") != new.int(c"section_keys")
+                            || old.optional_text(c"text_key_hash") != new.optional_text(c"text_key_hash") =>
+                    {
                         refuse(
                             "the name, id, section_keys and text_key_hash of a sequence space cannot change".into(),
                             "They decide which section, and which counter, each key has; changing them would hand numbers out again.",

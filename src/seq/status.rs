@@ -5,15 +5,17 @@ use std::sync::atomic::Ordering;
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 
-use super::cache::{header, sections, SeqLock};
-use super::{databases, served};
+use super::cache::{header, sections, CACHE};
 use super::spaces::SECTION_TABLE;
-use crate::tables;
+use super::{databases, served};
 use crate::shmem;
+use crate::tables;
 
 #[pg_extern(volatile, parallel_safe)]
 /// One row: the cache's size, this database's cached sections, the server's counters, and this
 /// database's persisted sections.
+// Why allowed: pgrx takes the columns' names from the `name!` in the signature.
+#[allow(clippy::type_complexity)]
 fn seq_status() -> TableIterator<
     'static,
     (
@@ -28,13 +30,13 @@ fn seq_status() -> TableIterator<
         name!(persisted_sections, i64),
     ),
 > {
-    shmem::shared();
+    shmem::require_preloaded();
     // SAFETY: this backend's database.
     let database = unsafe { pg_sys::MyDatabaseId }.to_u32();
     let header = header();
     // Running counts: what this database has, and a counter per process, not a scan of the cache.
     let (cached, loading) = {
-        let _lock = SeqLock::shared();
+        let _lock = CACHE.shared();
         databases::counts(database)
     };
     let served = served::total();
@@ -62,19 +64,8 @@ fn persisted_sections() -> i64 {
     // closed before returning.
     unsafe {
         let relation = pg_sys::table_open(oid, pg_sys::AccessShareLock as i32);
-        let snapshot = if pg_sys::ActiveSnapshotSet() {
-            pg_sys::GetActiveSnapshot()
-        } else {
-            pg_sys::GetTransactionSnapshot()
-        };
-        let scan = pg_sys::systable_beginscan(
-            relation,
-            pg_sys::InvalidOid,
-            false,
-            snapshot,
-            0,
-            std::ptr::null_mut(),
-        );
+        let snapshot = if pg_sys::ActiveSnapshotSet() { pg_sys::GetActiveSnapshot() } else { pg_sys::GetTransactionSnapshot() };
+        let scan = pg_sys::systable_beginscan(relation, pg_sys::InvalidOid, false, snapshot, 0, std::ptr::null_mut());
         let mut rows = 0;
         while !pg_sys::systable_getnext(scan).is_null() {
             rows += 1;

@@ -109,12 +109,16 @@ pub fn secret_missing(space: &[u8]) -> ! {
     )
 }
 
+/// The "POSIX" collation's OID, fixed in pg_collation.dat. Why not pg_sys's: PostgreSQL 18's
+/// headers no longer name it.
+const POSIX_COLLATION_OID: pg_sys::Oid = pg_sys::Oid::from_u32(951);
+
 /// Whether texts equal under `collation` are equal bytes. The database's default collation is
 /// deterministic (PostgreSQL allows no other), and so are "C" and "POSIX": answered without a
 /// catalog lookup, which only other collations cost.
 #[inline]
 pub fn is_deterministic(collation: pg_sys::Oid) -> bool {
-    matches!(collation, pg_sys::InvalidOid | pg_sys::DEFAULT_COLLATION_OID | pg_sys::C_COLLATION_OID | pg_sys::POSIX_COLLATION_OID)
+    matches!(collation, pg_sys::InvalidOid | pg_sys::DEFAULT_COLLATION_OID | pg_sys::C_COLLATION_OID | POSIX_COLLATION_OID)
         // SAFETY: a catalog lookup of a collation a column or an expression has.
         || unsafe { pg_sys::get_collation_isdeterministic(collation) }
 }
@@ -128,7 +132,11 @@ pub fn collation_name(collation: pg_sys::Oid) -> Vec<u8> {
     // SAFETY: the collation exists (a column or an expression has it); the name is palloc'd.
     unsafe {
         let name = pg_sys::get_collation_name(collation);
-        if name.is_null() { collation.to_u32().to_string().into_bytes() } else { std::ffi::CStr::from_ptr(name).to_bytes().to_vec() }
+        if name.is_null() {
+            collation.to_u32().to_string().into_bytes()
+        } else {
+            std::ffi::CStr::from_ptr(name).to_bytes().to_vec()
+        }
     }
 }
 
@@ -146,7 +154,9 @@ fn refuse_argument(collation: pg_sys::Oid, function: &str) -> ! {
         PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
         format!("{function}: a text key cannot have the nondeterministic collation \"{}\"", display(&collation_name(collation))),
         Some(NONDETERMINISTIC.into()),
-        Some("Pass the key as key COLLATE \"C\" (every spelling then has a counter of its own), or normalise it first, e.g. lower(key) COLLATE \"C\"."),
+        Some(
+            "Pass the key as key COLLATE \"C\" (every spelling then has a counter of its own), or normalise it first, e.g. lower(key) COLLATE \"C\".",
+        ),
     )
 }
 

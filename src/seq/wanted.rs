@@ -9,7 +9,16 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::cache;
+use crate::settings;
+use crate::shmem::SharedBytes;
+
+/// The bitmap and its summary: the region `pg_idgen sections wanted`, zeroed (nothing marked).
+pub static WANTED: SharedBytes = SharedBytes::new(c"pg_idgen sections wanted", || size(count()));
+
+/// The sections of the cache, `pg_idgen.seq_cache_sections`.
+fn count() -> usize {
+    settings::config().segments.seq_cache_sections
+}
 
 /// Words of the bitmap, and of its summary, for `count` sections.
 fn words(count: usize) -> (usize, usize) {
@@ -18,17 +27,17 @@ fn words(count: usize) -> (usize, usize) {
 }
 
 /// Bytes the bitmap and its summary take, for `count` sections.
-pub(super) fn size(count: usize) -> usize {
+fn size(count: usize) -> usize {
     let (words, summary) = words(count);
     (words + summary) * std::mem::size_of::<AtomicU64>()
 }
 
 /// The bitmap's words, then the summary's.
 fn parts() -> (&'static [AtomicU64], &'static [AtomicU64]) {
-    let (words, summary) = words(cache::count());
-    // SAFETY: the cache's layout reserves `size(count)` bytes there, zeroed (nothing marked).
+    let (words, summary) = words(count());
+    // SAFETY: the region holds `size(count)` bytes, zeroed (nothing marked).
     unsafe {
-        let start = cache::wanted_part::<AtomicU64>();
+        let start = WANTED.start().cast::<AtomicU64>().cast_const();
         (std::slice::from_raw_parts(start, words), std::slice::from_raw_parts(start.add(words), summary))
     }
 }

@@ -16,8 +16,8 @@ use uuid::{Builder, Uuid, Variant, Version};
 #[inline]
 pub fn from_parts(ms: u64, counter: u16, rand_b: [u8; 8]) -> [u8; 16] {
     // Why the fields in place and the crate's version and variant over them, not the crate's
-    // `Builder::from_unix_timestamp_millis`: that one assembles the bytes one by one and cost
-    // uuid_v7_next() 18 instructions more per call under callgrind (653 against 635).
+    // `Builder::from_unix_timestamp_millis`: that one assembles the bytes one by one, which costs
+    // every uuid_v7_next() call more (docs/benchmarks.md).
     let mut bytes = [0u8; 16];
     bytes[0..6].copy_from_slice(&ms.to_be_bytes()[2..8]);
     bytes[6..8].copy_from_slice(&counter.to_be_bytes());

@@ -34,7 +34,7 @@ fn uuid_v7_next() -> pgrx::Uuid {
 /// Makes every UUIDv7 this server hands out from now on greater than `id`, durably (after a
 /// restore from another server). Superusers only, unless granted.
 fn uuid_v7_advance_past(id: pgrx::Uuid) {
-    crate::shmem::shared();
+    crate::shmem::require_preloaded();
     let Some((ms, counter)) = v7_parts(id.as_bytes()) else {
         crate::errors::raise(
             PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
