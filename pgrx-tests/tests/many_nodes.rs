@@ -7,7 +7,7 @@ use std::process::Command;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use pg_idgen_system_tests::{sqlstate, started_cluster, started_cluster_with_clock_offset, Client, Cluster};
+use pg_idgen_system_tests::{scaled, sqlstate, started_cluster, started_cluster_with_clock_offset, Client, Cluster};
 
 /// Short leases, so that the tests see them run out: renewed every second.
 const TTL: &str = "pg_idgen.node_lease_ttl = '3s'";
@@ -243,8 +243,11 @@ fn a_server_stops_when_its_lease_could_have_run_out_and_goes_on_when_the_registr
     registry.stop();
     let stopped = Instant::now();
     let error = loop {
+        // Why the time before the call: its id was made no earlier, however long a loaded machine
+        // takes to return it; so the bound is the promise itself and needs no allowance for load.
+        let sent = stopped.elapsed();
         match insert(&mut db) {
-            Ok(_) => assert!(stopped.elapsed() < Duration::from_secs(6), "ids are still made 6 s after the registry went"),
+            Ok(_) => assert!(sent < Duration::from_secs(6), "an id was made {sent:?} or later after the registry went"),
             Err(error) => break error,
         }
         thread::sleep(Duration::from_millis(5));
@@ -272,7 +275,7 @@ fn a_server_stops_when_its_lease_could_have_run_out_and_goes_on_when_the_registr
     registry.start();
     let back = Instant::now();
     while insert(&mut db).is_err() {
-        assert!(back.elapsed() < Duration::from_secs(25), "no ids 25 s after the registry came back");
+        assert!(back.elapsed() < scaled(Duration::from_secs(25)), "no ids {:?} after the registry came back", back.elapsed());
         thread::sleep(Duration::from_millis(50));
     }
     for _ in 0..100 {
@@ -296,15 +299,17 @@ fn a_frozen_servers_node_id_goes_to_another_only_after_its_lease_and_margin() {
     let node_id = leased_node_id(&frozen);
     let mut a = frozen.connect();
     let mut ids_a: Vec<i64> = (0..1000).map(|_| a.query_one("SELECT snowflake_next()", &[]).unwrap().get(0)).collect();
+    // Why the taker starts before the freeze: started after it, on a loaded machine, it could
+    // find the frozen lease run out already, and the refusal would go untested.
+    let settings = lease_settings(&registry, "2s", &[&format!("pg_idgen.node_id = {node_id}")]);
+    let taker = started_cluster_with_clock_offset("frozen-b", -30, &settings.iter().map(String::as_str).collect::<Vec<_>>());
+    let mut b = taker.connect();
+    assert_eq!(answered_state(&taker), "refused");
     let freeze = Frozen::freeze(&frozen);
     let mut r = registry.connect();
     let expired_at: String =
         r.query_one("SELECT expires_at::text FROM node_lease WHERE node_id = $1", &[&node_id]).unwrap().get(0);
 
-    let settings = lease_settings(&registry, "2s", &[&format!("pg_idgen.node_id = {node_id}")]);
-    let taker = started_cluster_with_clock_offset("frozen-b", -30, &settings.iter().map(String::as_str).collect::<Vec<_>>());
-    let mut b = taker.connect();
-    assert_eq!(answered_state(&taker), "refused");
     let error = b.query_one("SELECT snowflake_next()", &[]).expect_err("the node id is still the frozen server's");
     assert_eq!(sqlstate(&error), "55000", "{error:?}");
     assert!(error.as_db_error().unwrap().message().contains(&format!("refuses this server node id {node_id}")), "{error:?}");
@@ -563,7 +568,7 @@ fn servers_share_one_segment_number_space_and_outlast_an_authority_outage() {
     authority.start();
     let back = Instant::now();
     while db.query_one("SELECT segment_next('small')", &[]).is_err() {
-        assert!(back.elapsed() < Duration::from_secs(15), "no number 15 s after the authority came back");
+        assert!(back.elapsed() < scaled(Duration::from_secs(15)), "no number {:?} after the authority came back", back.elapsed());
         thread::sleep(Duration::from_millis(100));
     }
 
@@ -593,7 +598,7 @@ fn servers_share_one_segment_number_space_and_outlast_an_authority_outage() {
     drop(freeze);
     let thawed = Instant::now();
     while db.query_one("SELECT segment_next('small')", &[]).is_err() {
-        assert!(thawed.elapsed() < Duration::from_secs(15), "no number 15 s after the authority was thawed");
+        assert!(thawed.elapsed() < scaled(Duration::from_secs(15)), "no number {:?} after the authority was thawed", thawed.elapsed());
         thread::sleep(Duration::from_millis(100));
     }
     thread::sleep(Duration::from_secs(2));
@@ -616,15 +621,17 @@ fn servers_share_one_segment_number_space_and_outlast_an_authority_outage() {
 }
 
 /// One client taking snowflake ids in batches of 100 until stopped: each batch with when it was
-/// sent and when it came back; errors (no lease) are skipped.
+/// sent and when it came back. A batch refused for want of a lease (55000: the server waits for
+/// one) is left out and the client goes on; any other error fails the test.
 fn snowflake_client(cluster: &Cluster, stop: std::sync::Arc<std::sync::atomic::AtomicBool>) -> thread::JoinHandle<Vec<(Instant, Instant, Vec<i64>)>> {
     let mut db = cluster.connect();
     thread::spawn(move || {
         let mut batches = Vec::new();
         while !stop.load(std::sync::atomic::Ordering::Relaxed) {
             let sent = Instant::now();
-            if let Ok(rows) = db.query("SELECT snowflake_next() FROM generate_series(1, 100)", &[]) {
-                batches.push((sent, Instant::now(), rows.iter().map(|r| r.get(0)).collect()));
+            match db.query("SELECT snowflake_next() FROM generate_series(1, 100)", &[]) {
+                Ok(rows) => batches.push((sent, Instant::now(), rows.iter().map(|r| r.get(0)).collect())),
+                Err(error) => assert_eq!(sqlstate(&error), "55000", "a batch failed other than for want of a lease: {error:?}"),
             }
         }
         batches
@@ -985,6 +992,6 @@ fn a_worker_waiting_on_a_frozen_authority_does_not_hold_up_drop_database() {
         assert_eq!(waiting, 1, "the worker of the database is still in its call to the authority");
         let started = Instant::now();
         postgres.batch_execute("DROP DATABASE doomed").expect("the worker does not hold up the drop");
-        assert!(started.elapsed() < Duration::from_secs(5), "the drop took {:?}", started.elapsed());
+        assert!(started.elapsed() < scaled(Duration::from_secs(5)), "the drop took {:?}", started.elapsed());
     }
 }
