@@ -32,6 +32,29 @@ pub fn scaled(limit: Duration) -> Duration {
     limit.mul_f64(scale)
 }
 
+/// Processes held with SIGSTOP (a frozen server, a worker that stays away) for as long as the value
+/// lives; dropped, it lets them go on (SIGCONT): a failed assertion must not leave them stopped, or
+/// the cleanup (closing connections, stopping the server) would wait for them for good.
+pub struct Stopped(Vec<String>);
+
+impl Stopped {
+    pub fn processes(pids: Vec<String>) -> Stopped {
+        signal(&pids, "STOP");
+        Stopped(pids)
+    }
+}
+
+impl Drop for Stopped {
+    fn drop(&mut self) {
+        signal(&self.0, "CONT");
+    }
+}
+
+fn signal(pids: &[String], signal: &str) {
+    let out = Command::new("kill").arg(format!("-{signal}")).args(pids).output().unwrap();
+    assert!(out.status.success(), "kill -{signal}: {}", String::from_utf8_lossy(&out.stderr));
+}
+
 /// What `$PG_CONFIG OPTION` prints.
 fn pg_config(option: &str) -> String {
     // Why not the pg_config on the PATH: Debian's picks the newest PostgreSQL installed, which

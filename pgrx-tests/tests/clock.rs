@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use pg_idgen_system_tests::{
     assert_ids_unique_and_ordered, scaled, sqlstate, started_cluster, started_cluster_on_fake_clock, Client, ClientIds, Cluster, Load,
+    Stopped,
 };
 
 const CLIENTS: usize = 4;
@@ -245,6 +246,62 @@ fn a_terminated_clock_worker_holds_nothing_up() {
         status_row(&mut db, "mark_advanced_at > clock_timestamp() - clock_reserve AND high_water_mark > clock_timestamp()").get(0);
     assert!(advanced_recently, "the last worker moves the mark");
     assert_ids_unique_and_ordered(&mut db, "worker_gone", &clients);
+}
+
+/// Claim: with the clock worker held (SIGSTOP, so that the postmaster does not replace it) while a
+/// client takes snowflake ids, ids keep coming for at least half `clock_reserve` (2 s here: the
+/// worker moves the mark whenever half of it is left), and once the mark is reached, calls fail
+/// after `max_clock_wait` with 55000, naming the mark and the worker; let go on (SIGCONT), the
+/// worker moves the mark and calls succeed again, above every id made before.
+#[test]
+fn a_held_clock_worker_stops_ids_only_once_the_reserve_is_used() {
+    let cluster = started_cluster(
+        "clock-worker-held",
+        &["pg_idgen.node_id = 24", "pg_idgen.clock_reserve = '2s'", "pg_idgen.max_clock_wait = '200ms'"],
+    );
+    let mut db = cluster.connect();
+    let deadline = Instant::now() + scaled(Duration::from_secs(10));
+    let pid = loop {
+        if let Some(pid) = status_row(&mut db, "clock_worker_pid").get::<_, Option<i32>>(0) {
+            break pid;
+        }
+        assert!(Instant::now() < deadline, "the clock worker runs");
+        sleep(Duration::from_millis(50));
+    };
+    let batch = "SELECT pg_catalog.max(snowflake_next()) FROM pg_catalog.generate_series(1, 1000)";
+    let mut last: i64 = db.query_one(batch, &[]).unwrap().get(0);
+    let held = Stopped::processes(vec![pid.to_string()]);
+    let held_at = Instant::now();
+    let error = loop {
+        let sent = held_at.elapsed();
+        match db.query_one(batch, &[]) {
+            Ok(row) => {
+                assert!(sent < scaled(Duration::from_secs(5)), "ids still made {sent:?} after the worker was held (reserve 2 s)");
+                last = row.get(0);
+            }
+            Err(error) => break error,
+        }
+        sleep(Duration::from_millis(10));
+    };
+    let failed_after = held_at.elapsed();
+    // Why 900 ms: the mark was at least half the reserve (1 s) ahead when the worker was held,
+    // less a tick's rounding.
+    assert!(failed_after >= Duration::from_millis(900), "calls failed {failed_after:?} after the worker was held, before half the reserve");
+    assert_eq!(sqlstate(&error), "55000", "{error:?}");
+    let db_error = error.as_db_error().unwrap();
+    assert!(db_error.message().contains("would pass pg_idgen's persisted high-water mark"), "{}", db_error.message());
+    assert!(db_error.hint().unwrap_or_default().contains("pg_idgen clock"), "{:?}", db_error.hint());
+
+    drop(held);
+    let deadline = Instant::now() + scaled(Duration::from_secs(10));
+    let after: i64 = loop {
+        match db.query_one("SELECT snowflake_next()", &[]) {
+            Ok(row) => break row.get(0),
+            Err(error) => assert!(Instant::now() < deadline, "no id after the worker went on: {error:?}"),
+        }
+        sleep(Duration::from_millis(50));
+    };
+    assert!(after > last, "the id after the worker went on ({after}) is above the last before ({last})");
 }
 
 /// Claim: a server whose `pg_idgen.mark` file is damaged does not start (starting without the

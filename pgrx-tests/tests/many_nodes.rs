@@ -7,7 +7,7 @@ use std::process::Command;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use pg_idgen_system_tests::{scaled, sqlstate, started_cluster, started_cluster_with_clock_offset, Client, Cluster};
+use pg_idgen_system_tests::{scaled, sqlstate, started_cluster, started_cluster_with_clock_offset, Client, Cluster, Stopped};
 
 /// Short leases, so that the tests see them run out: renewed every second.
 const TTL: &str = "pg_idgen.node_lease_ttl = '3s'";
@@ -120,27 +120,9 @@ fn server_pids(cluster: &Cluster) -> Vec<String> {
     pids
 }
 
-/// A frozen server, thawed when dropped: a failed assertion must not leave it stopped, or the
-/// cleanup (closing connections, stopping the server) would wait for it for good.
-struct Frozen(Vec<String>);
-
-impl Frozen {
-    fn freeze(cluster: &Cluster) -> Frozen {
-        let pids = server_pids(cluster);
-        signal(&pids, "STOP");
-        Frozen(pids)
-    }
-}
-
-impl Drop for Frozen {
-    fn drop(&mut self) {
-        signal(&self.0, "CONT");
-    }
-}
-
-fn signal(pids: &[String], signal: &str) {
-    let out = Command::new("kill").arg(format!("-{signal}")).args(pids).output().unwrap();
-    assert!(out.status.success(), "kill -{signal}: {}", String::from_utf8_lossy(&out.stderr));
+/// A frozen server (its postmaster and every child stopped), thawed when dropped.
+fn freeze(cluster: &Cluster) -> Stopped {
+    Stopped::processes(server_pids(cluster))
 }
 
 /// Claim: three servers that lease from one registry hold three different node ids, and a table
@@ -305,7 +287,7 @@ fn a_frozen_servers_node_id_goes_to_another_only_after_its_lease_and_margin() {
     let taker = started_cluster_with_clock_offset("frozen-b", -30, &settings.iter().map(String::as_str).collect::<Vec<_>>());
     let mut b = taker.connect();
     assert_eq!(answered_state(&taker), "refused");
-    let freeze = Frozen::freeze(&frozen);
+    let freeze = freeze(&frozen);
     let mut r = registry.connect();
     let expired_at: String =
         r.query_one("SELECT expires_at::text FROM node_lease WHERE node_id = $1", &[&node_id]).unwrap().get(0);
@@ -575,7 +557,7 @@ fn servers_share_one_segment_number_space_and_outlast_an_authority_outage() {
     // Frozen (SIGSTOP) instead of stopped: nothing answers, so every call to it must end at its
     // deadline (pg_idgen.remote_timeout, 1 s here) while the worker holds no transaction and no
     // lock here; the tag whose cache runs out fails in time, and all recover after the thaw.
-    let freeze = Frozen::freeze(&authority);
+    let freeze = freeze(&authority);
     let error = loop {
         match db.query_one("SELECT segment_next('small')", &[]) {
             Ok(_) => continue,
@@ -847,8 +829,7 @@ fn a_servers_ids_keep_growing_when_its_node_id_changes() {
     let before = snowflake_ids(&a, 2_300);
     let mut db = a.connect();
     let worker: i32 = db.query_one("SELECT worker_pid FROM node_lease_status()", &[]).unwrap().get(0);
-    let frozen = Frozen(vec![worker.to_string()]);
-    signal(&frozen.0, "STOP");
+    let frozen = Stopped::processes(vec![worker.to_string()]);
     let mut settings = TWO_NODE_IDS.to_vec();
     settings.push("pg_idgen.node_id = 1");
     let b = leasing("move-b", &registry, "1s", &settings);
@@ -976,7 +957,7 @@ fn a_worker_waiting_on_a_frozen_authority_does_not_hold_up_drop_database() {
         let mut doomed = server.connect_to("doomed");
         doomed.batch_execute("CREATE EXTENSION pg_idgen").unwrap();
         doomed.query_one("SELECT segment_next('t')", &[]).unwrap();
-        let _freeze = Frozen::freeze(&authority);
+        let _freeze = freeze(&authority);
         // Uses up the cached ranges, so the worker goes to the frozen authority and waits there.
         let error = loop {
             if let Err(error) = doomed.query_one("SELECT segment_next('t')", &[]) {
