@@ -206,6 +206,40 @@ fn refuse_policy_errors_while_behind_and_resumes_when_the_clock_catches_up() {
     assert!(log.contains("stepped back by 10.000 s; generators refuse"), "log:\n{log}");
 }
 
+/// Claim: under `pg_idgen.clock_step_policy = refuse`, a server stopped cleanly and started again
+/// with its wall clock 5 s behind refuses ids (55000, saying how far behind the clock is) until
+/// the clock has caught up with the last id made before the stop, then makes ids above every one
+/// of them.
+#[test]
+fn a_clean_restart_onto_a_slow_clock_under_refuse_waits_for_the_clock() {
+    let cluster = started_cluster_on_fake_clock(
+        "refuse-restart",
+        &["pg_idgen.node_id = 25", "pg_idgen.clock_step_policy = refuse", "pg_idgen.max_clock_wait = 200"],
+    );
+    let before = Load::start(&cluster, 1, 0).stop_after(Duration::from_millis(300));
+    assert!(before[0].error.is_none(), "{:?}", before[0].error);
+    cluster.stop();
+    cluster.set_clock_offset(-5);
+    cluster.start();
+    let restarted = Instant::now();
+    let mut db = cluster.connect();
+    let error = db.query_one("SELECT snowflake_next()", &[]).expect_err("the clock is behind the last id");
+    assert_eq!(sqlstate(&error), "55000", "{error:?}");
+    let message = error.as_db_error().unwrap().message().to_string();
+    assert!(message.starts_with("the wall clock is ") && message.contains(" ms behind"), "{message}");
+    let deadline = restarted + scaled(Duration::from_secs(15));
+    // Every family of the load: each refuses until the clock has caught up with its own last id.
+    while let Err(error) = db.query_one("SELECT snowflake_next(), uuid_v7_next(), objectid_gen()", &[]) {
+        assert_eq!(sqlstate(&error), "55000", "{error:?}");
+        assert!(Instant::now() < deadline, "still refused {:?} after the restart", restarted.elapsed());
+        sleep(Duration::from_millis(100));
+    }
+    let after = Load::start(&cluster, 1, 1).stop_after(Duration::from_millis(300));
+    assert!(after[0].error.is_none(), "generation resumed: {:?}", after[0].error);
+    let taken: Vec<ClientIds> = before.into_iter().chain(after).collect();
+    assert_ids_unique_and_ordered(&mut db, "refused_after_restart", &taken);
+}
+
 /// Claim: with the clock worker terminated (SIGTERM) three times while 4 clients take ids, no client sees
 /// an error or a pause: the reserve outlasts the second the postmaster takes to start the worker
 /// again, and the new worker goes on moving the mark.
