@@ -81,6 +81,11 @@ phase node_id_unset pg_idgen_regress "shared_preload_libraries = 'pg_idgen'" set
 # what the tests show is what a server with an authority says.
 phase authority pg_idgen_regress "shared_preload_libraries = 'pg_idgen';pg_idgen.node_id = 7;pg_idgen.segment_authority = 'host=$WORK_ROOT/regress/socket port=$PORT dbname=postgres'" \
     setup authority
+# Why in pg_idgen_regress: a database other than pg_idgen.database needs a worker of its own.
+phase few_tags pg_idgen_regress "shared_preload_libraries = 'pg_idgen';pg_idgen.node_id = 7;pg_idgen.max_tags = 2" setup few_tags
+# Three worker slots: the logical replication launcher, pg_idgen's clock worker and the worker of
+# pg_idgen.database ("postgres"); none is left for this database's worker.
+phase no_worker_slot pg_idgen_regress "shared_preload_libraries = 'pg_idgen';pg_idgen.node_id = 7;max_worker_processes = 3;pg_idgen.segment_wait_timeout = 500" setup no_worker_slot
 phase not_preloaded pg_idgen_regress "" setup not_preloaded
 
 if [ $ran -eq 0 ]; then

@@ -18,6 +18,44 @@ pub use postgres::{Client, NoTls};
 
 pub mod manual;
 
+/// An upper bound on how long something a test times may take, given as on a machine that runs
+/// this suite alone, stretched by `$PG_IDGEN_TEST_TIME_SCALE` (a number ≥ 1; scripts/test.sh sets
+/// it when the system suites of several majors share the cores). Why only upper bounds: a lower
+/// bound is a promise of the product (a timeout honoured, a lease outwaited) and never stretches.
+pub fn scaled(limit: Duration) -> Duration {
+    let scale =
+        match std::env::var("PG_IDGEN_TEST_TIME_SCALE") {
+            Ok(text) => text.parse::<f64>().ok().filter(|s| s.is_finite() && *s >= 1.0).unwrap_or_else(|| {
+                panic!("PG_IDGEN_TEST_TIME_SCALE is {text:?}: a number of at least 1 (how much longer than alone tests may take)")
+            }),
+            Err(_) => 1.0,
+        };
+    limit.mul_f64(scale)
+}
+
+/// Processes held with SIGSTOP (a frozen server, a worker that stays away) for as long as the value
+/// lives; dropped, it lets them go on (SIGCONT): a failed assertion must not leave them stopped, or
+/// the cleanup (closing connections, stopping the server) would wait for them for good.
+pub struct Stopped(Vec<String>);
+
+impl Stopped {
+    pub fn processes(pids: Vec<String>) -> Stopped {
+        signal(&pids, "STOP");
+        Stopped(pids)
+    }
+}
+
+impl Drop for Stopped {
+    fn drop(&mut self) {
+        signal(&self.0, "CONT");
+    }
+}
+
+fn signal(pids: &[String], signal: &str) {
+    let out = Command::new("kill").arg(format!("-{signal}")).args(pids).output().unwrap();
+    assert!(out.status.success(), "kill -{signal}: {}", String::from_utf8_lossy(&out.stderr));
+}
+
 /// What `$PG_CONFIG OPTION` prints.
 fn pg_config(option: &str) -> String {
     // Why not the pg_config on the PATH: Debian's picks the newest PostgreSQL installed, which
@@ -221,7 +259,7 @@ impl Cluster {
     /// claim is that nothing holds a shutdown up.
     pub fn stop_fast_within(&self, limit: Duration) -> Result<Duration, String> {
         let started = Instant::now();
-        let seconds = limit.as_secs().max(1).to_string();
+        let seconds = scaled(limit).as_secs().max(1).to_string();
         let out = as_postgres(bin("pg_ctl").as_str(), &["-D", &self.data(), "-m", "fast", "-w", "-t", &seconds, "stop"]);
         match out.status.success() {
             true => Ok(started.elapsed()),

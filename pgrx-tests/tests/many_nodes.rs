@@ -7,7 +7,7 @@ use std::process::Command;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use pg_idgen_system_tests::{sqlstate, started_cluster, started_cluster_with_clock_offset, Client, Cluster};
+use pg_idgen_system_tests::{scaled, sqlstate, started_cluster, started_cluster_with_clock_offset, Client, Cluster, Stopped};
 
 /// Short leases, so that the tests see them run out: renewed every second.
 const TTL: &str = "pg_idgen.node_lease_ttl = '3s'";
@@ -124,27 +124,9 @@ fn server_pids(cluster: &Cluster) -> Vec<String> {
     pids
 }
 
-/// A frozen server, thawed when dropped: a failed assertion must not leave it stopped, or the
-/// cleanup (closing connections, stopping the server) would wait for it for good.
-struct Frozen(Vec<String>);
-
-impl Frozen {
-    fn freeze(cluster: &Cluster) -> Frozen {
-        let pids = server_pids(cluster);
-        signal(&pids, "STOP");
-        Frozen(pids)
-    }
-}
-
-impl Drop for Frozen {
-    fn drop(&mut self) {
-        signal(&self.0, "CONT");
-    }
-}
-
-fn signal(pids: &[String], signal: &str) {
-    let out = Command::new("kill").arg(format!("-{signal}")).args(pids).output().unwrap();
-    assert!(out.status.success(), "kill -{signal}: {}", String::from_utf8_lossy(&out.stderr));
+/// A frozen server (its postmaster and every child stopped), thawed when dropped.
+fn freeze(cluster: &Cluster) -> Stopped {
+    Stopped::processes(server_pids(cluster))
 }
 
 /// Claim: three servers that lease from one registry hold three different node ids, and a table
@@ -245,8 +227,11 @@ fn a_server_stops_when_its_lease_could_have_run_out_and_goes_on_when_the_registr
     registry.stop();
     let stopped = Instant::now();
     let error = loop {
+        // Why the time before the call: its id was made no earlier, however long a loaded machine
+        // takes to return it; so the bound is the promise itself and needs no allowance for load.
+        let sent = stopped.elapsed();
         match insert(&mut db) {
-            Ok(_) => assert!(stopped.elapsed() < Duration::from_secs(6), "ids are still made 6 s after the registry went"),
+            Ok(_) => assert!(sent < Duration::from_secs(6), "an id was made {sent:?} or later after the registry went"),
             Err(error) => break error,
         }
         thread::sleep(Duration::from_millis(5));
@@ -274,7 +259,7 @@ fn a_server_stops_when_its_lease_could_have_run_out_and_goes_on_when_the_registr
     registry.start();
     let back = Instant::now();
     while insert(&mut db).is_err() {
-        assert!(back.elapsed() < Duration::from_secs(25), "no ids 25 s after the registry came back");
+        assert!(back.elapsed() < scaled(Duration::from_secs(25)), "no ids {:?} after the registry came back", back.elapsed());
         thread::sleep(Duration::from_millis(50));
     }
     for _ in 0..100 {
@@ -298,14 +283,16 @@ fn a_frozen_servers_node_id_goes_to_another_only_after_its_lease_and_margin() {
     let node_id = leased_node_id(&frozen);
     let mut a = frozen.connect();
     let mut ids_a: Vec<i64> = (0..1000).map(|_| a.query_one("SELECT snowflake_next()", &[]).unwrap().get(0)).collect();
-    let freeze = Frozen::freeze(&frozen);
-    let mut r = registry.connect();
-    let expired_at: String = r.query_one("SELECT expires_at::text FROM node_lease WHERE node_id = $1", &[&node_id]).unwrap().get(0);
-
+    // Why the taker starts before the freeze: started after it, on a loaded machine, it could
+    // find the frozen lease run out already, and the refusal would go untested.
     let settings = lease_settings(&registry, "2s", &[&format!("pg_idgen.node_id = {node_id}")]);
     let taker = started_cluster_with_clock_offset("frozen-b", -30, &settings.iter().map(String::as_str).collect::<Vec<_>>());
     let mut b = taker.connect();
     assert_eq!(answered_state(&taker), "refused");
+    let freeze = freeze(&frozen);
+    let mut r = registry.connect();
+    let expired_at: String = r.query_one("SELECT expires_at::text FROM node_lease WHERE node_id = $1", &[&node_id]).unwrap().get(0);
+
     let error = b.query_one("SELECT snowflake_next()", &[]).expect_err("the node id is still the frozen server's");
     assert_eq!(sqlstate(&error), "55000", "{error:?}");
     assert!(error.as_db_error().unwrap().message().contains(&format!("refuses this server node id {node_id}")), "{error:?}");
@@ -366,7 +353,7 @@ fn a_duplicate_fixed_node_id_and_a_promoted_standby_never_share_a_node_id() {
     let row = db.query_one("SELECT state, last_error FROM node_lease_status()", &[]).unwrap();
     assert_eq!(row.get::<_, String>(0), "refused");
     let last_error: String = row.get(1);
-    assert!(last_error.contains("node id 7 is held by") && last_error.contains(&format!("port {}", first.port)), "{last_error}");
+    assert!(last_error.contains(&format!("node id 7 is held by")) && last_error.contains(&format!("port {}", first.port)), "{last_error}");
     let before: i64 = first.connect().query_one("SELECT snowflake_next()", &[]).expect("the first server makes ids").get(0);
     // Restarted, the first server takes its own node id back (its earlier start's row, once that
     // lease has ended), and goes on above its earlier ids.
@@ -557,14 +544,14 @@ fn servers_share_one_segment_number_space_and_outlast_an_authority_outage() {
     authority.start();
     let back = Instant::now();
     while db.query_one("SELECT segment_next('small')", &[]).is_err() {
-        assert!(back.elapsed() < Duration::from_secs(15), "no number 15 s after the authority came back");
+        assert!(back.elapsed() < scaled(Duration::from_secs(15)), "no number {:?} after the authority came back", back.elapsed());
         thread::sleep(Duration::from_millis(100));
     }
 
     // Frozen (SIGSTOP) instead of stopped: nothing answers, so every call to it must end at its
     // deadline (pg_idgen.remote_timeout, 1 s here) while the worker holds no transaction and no
     // lock here; the tag whose cache runs out fails in time, and all recover after the thaw.
-    let freeze = Frozen::freeze(&authority);
+    let freeze = freeze(&authority);
     let error = loop {
         match db.query_one("SELECT segment_next('small')", &[]) {
             Ok(_) => continue,
@@ -587,7 +574,7 @@ fn servers_share_one_segment_number_space_and_outlast_an_authority_outage() {
     drop(freeze);
     let thawed = Instant::now();
     while db.query_one("SELECT segment_next('small')", &[]).is_err() {
-        assert!(thawed.elapsed() < Duration::from_secs(15), "no number 15 s after the authority was thawed");
+        assert!(thawed.elapsed() < scaled(Duration::from_secs(15)), "no number {:?} after the authority was thawed", thawed.elapsed());
         thread::sleep(Duration::from_millis(100));
     }
     thread::sleep(Duration::from_secs(2));
@@ -610,15 +597,17 @@ fn servers_share_one_segment_number_space_and_outlast_an_authority_outage() {
 }
 
 /// One client taking snowflake ids in batches of 100 until stopped: each batch with when it was
-/// sent and when it came back; errors (no lease) are skipped.
+/// sent and when it came back. A batch refused for want of a lease (55000: the server waits for
+/// one) is left out and the client goes on; any other error fails the test.
 fn snowflake_client(cluster: &Cluster, stop: std::sync::Arc<std::sync::atomic::AtomicBool>) -> thread::JoinHandle<Vec<(Instant, Instant, Vec<i64>)>> {
     let mut db = cluster.connect();
     thread::spawn(move || {
         let mut batches = Vec::new();
         while !stop.load(std::sync::atomic::Ordering::Relaxed) {
             let sent = Instant::now();
-            if let Ok(rows) = db.query("SELECT snowflake_next() FROM generate_series(1, 100)", &[]) {
-                batches.push((sent, Instant::now(), rows.iter().map(|r| r.get(0)).collect()));
+            match db.query("SELECT snowflake_next() FROM generate_series(1, 100)", &[]) {
+                Ok(rows) => batches.push((sent, Instant::now(), rows.iter().map(|r| r.get(0)).collect())),
+                Err(error) => assert_eq!(sqlstate(&error), "55000", "a batch failed other than for want of a lease: {error:?}"),
             }
         }
         batches
@@ -841,8 +830,7 @@ fn a_servers_ids_keep_growing_when_its_node_id_changes() {
     let before = snowflake_ids(&a, 2_300);
     let mut db = a.connect();
     let worker: i32 = db.query_one("SELECT worker_pid FROM node_lease_status()", &[]).unwrap().get(0);
-    let frozen = Frozen(vec![worker.to_string()]);
-    signal(&frozen.0, "STOP");
+    let frozen = Stopped::processes(vec![worker.to_string()]);
     let mut settings = TWO_NODE_IDS.to_vec();
     settings.push("pg_idgen.node_id = 1");
     let b = leasing("move-b", &registry, "1s", &settings);
@@ -965,7 +953,7 @@ fn a_worker_waiting_on_a_frozen_authority_does_not_hold_up_drop_database() {
         let mut doomed = server.connect_to("doomed");
         doomed.batch_execute("CREATE EXTENSION pg_idgen").unwrap();
         doomed.query_one("SELECT segment_next('t')", &[]).unwrap();
-        let _freeze = Frozen::freeze(&authority);
+        let _freeze = freeze(&authority);
         // Uses up the cached ranges, so the worker goes to the frozen authority and waits there.
         let error = loop {
             if let Err(error) = doomed.query_one("SELECT segment_next('t')", &[]) {
@@ -981,6 +969,6 @@ fn a_worker_waiting_on_a_frozen_authority_does_not_hold_up_drop_database() {
         assert_eq!(waiting, 1, "the worker of the database is still in its call to the authority");
         let started = Instant::now();
         postgres.batch_execute("DROP DATABASE doomed").expect("the worker does not hold up the drop");
-        assert!(started.elapsed() < Duration::from_secs(5), "the drop took {:?}", started.elapsed());
+        assert!(started.elapsed() < scaled(Duration::from_secs(5)), "the drop took {:?}", started.elapsed());
     }
 }

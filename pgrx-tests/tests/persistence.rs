@@ -5,7 +5,8 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use pg_idgen_system_tests::{
-    assert_ids_unique_and_ordered, started_cluster, started_cluster_on_fake_clock, started_cluster_with_clock_offset, ClientIds, Cluster, Load,
+    assert_ids_unique_and_ordered, scaled, started_cluster, started_cluster_on_fake_clock, started_cluster_with_clock_offset, Client, ClientIds,
+    Cluster, Load,
 };
 
 /// One client taking ids of the three time-based generators for a moment.
@@ -260,7 +261,7 @@ fn a_server_without_snowflake_ids_may_choose_its_epoch() {
     let last: Option<i64> = db.query_one("SELECT last_id FROM pg_idgen_status()", &[]).unwrap().get(0);
     assert_eq!(last, None, "a new server has handed out no id");
     db.batch_execute("SELECT uuid_v7_next(), objectid_gen() FROM generate_series(1, 1000)").unwrap();
-    sleep_past_a_mark();
+    wait_for_a_mark_after_now(&mut db);
     cluster.stop();
     cluster.configure(&["shared_preload_libraries = 'pg_idgen'", "pg_idgen.node_id = 12", "pg_idgen.epoch = '2026-01-01 00:00:00+00'"]);
     cluster.start();
@@ -268,10 +269,17 @@ fn a_server_without_snowflake_ids_may_choose_its_epoch() {
     assert!(id > 0);
 }
 
-/// Waits until the clock worker has written a mark after what was just done (it moves the mark
-/// every half clock_reserve, 2.5 s by default).
-fn sleep_past_a_mark() {
-    std::thread::sleep(Duration::from_millis(3000));
+/// Waits until the clock worker has moved the durable mark after what was just done (it moves it
+/// every half clock_reserve, 2.5 s by default): a test whose claim needs the mark to record the
+/// ids made must not go on before it does, or it would pass without testing its claim.
+fn wait_for_a_mark_after_now(db: &mut Client) {
+    let now: String = db.query_one("SELECT clock_timestamp()::text", &[]).unwrap().get(0);
+    let deadline = Instant::now() + scaled(Duration::from_secs(15));
+    let moved = "SELECT coalesce(mark_advanced_at > $1::text::timestamptz, false) FROM pg_idgen_status()";
+    while !db.query_one(moved, &[&now]).unwrap().get::<_, bool>(0) {
+        assert!(Instant::now() < deadline, "the clock worker did not move the mark within {:?}", scaled(Duration::from_secs(15)));
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }
 
 /// Claim: the record of what ids were made says snowflake ids exist as soon as they may: a server

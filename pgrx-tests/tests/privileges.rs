@@ -1,8 +1,9 @@
 //! System test of what a database owner who is not a superuser can make pg_idgen do.
 
 use std::thread;
+use std::time::{Duration, Instant};
 
-use pg_idgen_system_tests::{sqlstate, started_cluster, Client};
+use pg_idgen_system_tests::{scaled, sqlstate, started_cluster, Client};
 
 /// Everything pg_idgen's SQL uses, planted by the owner in `public` under the same name and
 /// argument types: each logs its call and, if run by a superuser, makes the owner a superuser.
@@ -58,13 +59,19 @@ fn planted_calls(db: &mut Client) -> Vec<String> {
     db.query("SELECT what || ' by ' || by_user FROM public.planted_calls", &[]).unwrap().iter().map(|r| r.get(0)).collect()
 }
 
-/// Restarts the worker, so that it connects with the database's current settings.
+/// Restarts the worker, so that it connects with the database's current settings: returns once
+/// another process has taken the terminated one's place (the postmaster starts it after 1 s).
 fn restart_worker(db: &mut Client) {
-    db.batch_execute(
-        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE backend_type = 'pg_idgen worker';
-         SELECT pg_sleep(1.5);",
-    )
-    .unwrap();
+    // (None when the worker has not connected yet: then any worker that connects will do.)
+    let old: i32 =
+        db.query_opt("SELECT pid FROM pg_catalog.pg_stat_activity WHERE backend_type = 'pg_idgen worker'", &[]).unwrap().map_or(0, |row| row.get(0));
+    db.batch_execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE backend_type = 'pg_idgen worker'").unwrap();
+    let deadline = Instant::now() + scaled(Duration::from_secs(10));
+    let new = "SELECT count(*) FROM pg_catalog.pg_stat_activity WHERE backend_type = 'pg_idgen worker' AND pid <> $1";
+    while db.query_one(new, &[&old]).unwrap().get::<_, i64>(0) == 0 {
+        assert!(Instant::now() < deadline, "no new worker after {:?}", scaled(Duration::from_secs(10)));
+        thread::sleep(Duration::from_millis(50));
+    }
 }
 
 /// As a superuser, in a session with the database's settings: creates a tag, takes 5,000 of its
@@ -121,7 +128,6 @@ fn a_database_owner_cannot_plant_code_that_pg_idgen_runs() {
 fn a_schema_swapped_under_pg_idgen_never_runs_the_owners_code() {
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::Arc;
-    use std::time::{Duration, Instant};
 
     let cluster =
         started_cluster("privileges-swap", &["pg_idgen.database = 'app'", "pg_idgen.segment_max_step = 10", "pg_idgen.segment_wait_timeout = 500"]);
@@ -250,16 +256,18 @@ fn a_trigger_added_by_a_grantee_never_runs_in_the_worker() {
     superuser.batch_execute("SET exit_on_error = off; SELECT segment_create('locked', step => 10)").unwrap();
     let mut holder = cluster.connect_to("app");
     holder.batch_execute("SET exit_on_error = off; BEGIN; SELECT * FROM public.segment_tag WHERE tag = 'locked' FOR UPDATE").unwrap();
-    let waiter = thread::spawn(move || {
-        let mut taker = cluster.connect_to("app");
-        taker.batch_execute("SET exit_on_error = off").unwrap();
-        let first: i64 = taker.query_one("SELECT segment_next('locked')", &[]).unwrap().get(0);
-        (first, cluster)
-    });
-    // Long enough for several of the worker's attempts.
-    thread::sleep(std::time::Duration::from_millis(1500));
+    let mut taker = cluster.connect_to("app");
+    taker.batch_execute("SET exit_on_error = off").unwrap();
+    let waiter = thread::spawn(move || taker.query_one("SELECT segment_next('locked')", &[]).unwrap().get::<_, i64>(0));
+    // Until the worker has met the locked row (the error it must catch), and a moment for more tries.
+    let deadline = Instant::now() + scaled(Duration::from_secs(10));
+    while !cluster.log().contains("could not allocate a range for segment tag \"locked\"") {
+        assert!(Instant::now() < deadline, "the worker never met the locked row the claim is about");
+        thread::sleep(Duration::from_millis(50));
+    }
+    thread::sleep(Duration::from_millis(500));
     holder.batch_execute("COMMIT").unwrap();
-    let (first, cluster) = waiter.join().unwrap();
+    let first = waiter.join().unwrap();
     assert_eq!(first, 1);
     assert_eq!(worker_pid(&mut cluster.connect()), worker, "the worker exited on a caught error");
     assert!(
@@ -376,7 +384,7 @@ fn a_schema_renamed_while_a_conversion_waits_never_runs_the_owners_code() {
             ))
             .map_err(|e| format!("{e:?}"))
     });
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let deadline = Instant::now() + Duration::from_secs(20);
     loop {
         let waiting: i64 = postgres
             .query_one("SELECT count(*) FROM pg_catalog.pg_locks WHERE relation = $1 AND NOT granted", &[&postgres::types::Oid::from(orders)])
@@ -385,8 +393,8 @@ fn a_schema_renamed_while_a_conversion_waits_never_runs_the_owners_code() {
         if waiting > 0 {
             break;
         }
-        assert!(std::time::Instant::now() < deadline, "the conversion never waited for the lock");
-        thread::sleep(std::time::Duration::from_millis(20));
+        assert!(Instant::now() < deadline, "the conversion never waited for the lock");
+        thread::sleep(Duration::from_millis(20));
     }
     let mut owner = cluster.connect_as("app", "owner");
     plant_migration_lookalikes(&mut owner);

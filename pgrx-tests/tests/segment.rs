@@ -1,30 +1,36 @@
 //! System tests of segment numbers: real clusters, concurrent clients, crashes, restores, a
 //! killed worker and a locked tag table.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use pg_idgen_system_tests::{generate_concurrently, sqlstate, started_cluster, Client, Cluster};
+use pg_idgen_system_tests::{generate_concurrently, scaled, sqlstate, started_cluster, Client, Cluster};
 
 /// `n` numbers of `tag` from one statement, in the order they were made.
 fn take(db: &mut Client, tag: &str, n: i32) -> Vec<i64> {
     db.query("SELECT segment_next($1) FROM generate_series(1, $2)", &[&tag, &n]).unwrap().iter().map(|r| r.get(0)).collect()
 }
 
-/// The SQLSTATE `statement` fails with in a session of its own, or "ok"; None if it had not
-/// returned after `limit`.
-fn outcome_within(cluster: &Cluster, statement: &str, limit: Duration) -> Option<String> {
+/// Runs `statement` in a session of its own; what it ends with comes on the channel: "ok", or the
+/// SQLSTATE it failed with. Why a thread: a call that never returns must fail the test, not hang it.
+fn start(cluster: &Cluster, statement: &str) -> mpsc::Receiver<String> {
     let (tx, rx) = mpsc::channel();
     let mut db = cluster.connect();
     let statement = statement.to_string();
-    // Why a thread: a call that never returns must fail the test, not hang it.
     thread::spawn(move || {
         let result = db.batch_execute(&statement);
+        // A send fails only when the test no longer waits for the outcome (it has failed already).
         let _ = tx.send(result.map(|_| "ok".to_string()).unwrap_or_else(|e| sqlstate(&e)));
     });
-    rx.recv_timeout(limit).ok()
+    rx
+}
+
+/// The SQLSTATE `statement` fails with in a session of its own, or "ok"; None if it had not
+/// returned after `limit`.
+fn outcome_within(cluster: &Cluster, statement: &str, limit: Duration) -> Option<String> {
+    start(cluster, statement).recv_timeout(limit).ok()
 }
 
 fn total_waits(db: &mut Client, tag: &str) -> i64 {
@@ -70,16 +76,20 @@ fn rolled_back_numbers_are_never_seen_again() {
 fn a_crash_under_load_never_repeats_a_number() {
     let cluster = started_cluster("segment-crash", &["pg_idgen.segment_max_step = 10000"]);
     cluster.connect().batch_execute("SELECT segment_create('c', step => 100)").unwrap();
-    let received = |cluster: &Cluster, stop: Arc<AtomicBool>| -> Vec<thread::JoinHandle<Vec<i64>>> {
+    // Each client counts what it received in `taken`, so that the test waits for the load itself.
+    let received = |cluster: &Cluster, stop: Arc<AtomicBool>, taken: Arc<AtomicUsize>| -> Vec<thread::JoinHandle<Vec<i64>>> {
         (0..4)
             .map(|_| {
                 let mut db = cluster.connect();
-                let stop = stop.clone();
+                let (stop, taken) = (stop.clone(), taken.clone());
                 thread::spawn(move || {
                     let mut numbers = Vec::new();
                     while !stop.load(Ordering::Relaxed) {
                         match db.query("SELECT segment_next('c') FROM generate_series(1, 1000)", &[]) {
-                            Ok(rows) => numbers.extend(rows.iter().map(|r| r.get::<_, i64>(0))),
+                            Ok(rows) => {
+                                numbers.extend(rows.iter().map(|r| r.get::<_, i64>(0)));
+                                taken.fetch_add(rows.len(), Ordering::Relaxed);
+                            }
                             Err(_) => break, // the server is gone
                         }
                     }
@@ -88,18 +98,24 @@ fn a_crash_under_load_never_repeats_a_number() {
             })
             .collect()
     };
-    let stop = Arc::new(AtomicBool::new(false));
-    let before = received(&cluster, stop.clone());
-    thread::sleep(Duration::from_millis(1500));
+    let until_taken = |taken: &AtomicUsize, wanted: usize, when: &str| {
+        let deadline = Instant::now() + scaled(Duration::from_secs(30));
+        while taken.load(Ordering::Relaxed) < wanted {
+            assert!(Instant::now() < deadline, "the clients took {} numbers {when}", taken.load(Ordering::Relaxed));
+            thread::sleep(Duration::from_millis(20));
+        }
+    };
+    let (stop, taken) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicUsize::new(0)));
+    let before = received(&cluster, stop.clone(), taken.clone());
+    until_taken(&taken, 20_000, "before the crash");
     cluster.kill9();
     let mut numbers: Vec<i64> = before.into_iter().flat_map(|h| h.join().unwrap()).collect();
     let before_crash = numbers.len();
-    assert!(before_crash > 10_000, "the clients took numbers before the crash ({before_crash})");
 
     cluster.restart_after_crash();
-    let stop = Arc::new(AtomicBool::new(false));
-    let after = received(&cluster, stop.clone());
-    thread::sleep(Duration::from_millis(1500));
+    let (stop, taken) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicUsize::new(0)));
+    let after = received(&cluster, stop.clone(), taken.clone());
+    until_taken(&taken, 20_000, "after the restart");
     stop.store(true, Ordering::Relaxed);
     numbers.extend(after.into_iter().flat_map(|h| h.join().unwrap()));
     assert!(numbers.len() > before_crash + 10_000, "the clients took numbers after the restart");
@@ -187,15 +203,16 @@ fn a_locked_tag_table_is_survived_then_reported_then_recovered() {
     let mut locker = cluster.connect();
     locker.batch_execute("BEGIN; LOCK TABLE segment_tag IN ACCESS EXCLUSIVE MODE").unwrap();
     let mut served = 0;
-    let started = Instant::now();
-    let error = loop {
+    // Why each call timed alone: the claim is about the call that waited, not the cached calls
+    // before it.
+    let (error, waited) = loop {
+        let started = Instant::now();
         match db.query_one("SELECT segment_next('l')", &[]) {
             Ok(_) => served += 1,
-            Err(e) => break e,
+            Err(e) => break (e, started.elapsed()),
         }
         assert!(served < 100_000, "calls never ran out of cached numbers");
     };
-    let waited = started.elapsed();
     assert!(served >= 1000, "calls were served from the cached ranges while locked ({served})");
     assert_eq!(sqlstate(&error), "55P03", "{error:?}");
     let message = error.as_db_error().map(|e| e.message().to_string()).unwrap_or_default();
@@ -276,7 +293,7 @@ fn every_database_with_the_extension_serves_its_own_segment_numbers() {
         if workers == 0 {
             break;
         }
-        assert!(started.elapsed() < Duration::from_secs(10), "the workers of idle databases are still there after 10 s");
+        assert!(started.elapsed() < scaled(Duration::from_secs(10)), "the workers of idle databases are still there after {:?}", started.elapsed());
         std::thread::sleep(Duration::from_millis(100));
     }
     postgres.batch_execute("DROP DATABASE third").expect("no pg_idgen worker keeps the database from being dropped");
@@ -503,7 +520,7 @@ fn a_tag_at_bigints_end_is_reported_like_a_sequence() {
     let started = Instant::now();
     let error = db.query_one("SELECT segment_next('end')", &[]).expect_err("past the end");
     assert_eq!(sqlstate(&error), "2200H", "{error:?}");
-    assert!(started.elapsed() < Duration::from_secs(2), "the error came at once ({:?})", started.elapsed());
+    assert!(started.elapsed() < scaled(Duration::from_secs(2)), "the error came at once ({:?})", started.elapsed());
     thread::sleep(Duration::from_secs(3));
     let warnings = cluster.log().matches("could not allocate").count();
     assert_eq!(warnings, 0, "the worker logged {warnings} failed allocations:\n{}", cluster.log());
@@ -521,28 +538,38 @@ fn a_first_call_on_a_locked_table_honours_the_wait_timeout() {
     let outcome = outcome_within(&cluster, "SELECT segment_next('l')", Duration::from_secs(10));
     let waited = started.elapsed();
     assert_eq!(outcome.as_deref(), Some("55P03"));
-    assert!(waited >= Duration::from_millis(2000) && waited < Duration::from_secs(5), "waited {waited:?}");
+    assert!(waited >= Duration::from_millis(2000) && waited < scaled(Duration::from_secs(5)), "waited {waited:?}");
     locker.batch_execute("COMMIT").unwrap();
 }
 
-/// Claim: while a session holds one tag's row locked (SELECT … FOR UPDATE), other tags keep
-/// getting new ranges: 100 ranges of another tag in under 5 s.
+/// Claim: while a session holds one tag's row locked (SELECT … FOR UPDATE) and a call waits for
+/// that tag's next range, other tags keep getting new ranges (100 ranges of another tag in under
+/// 5 s) and the waiting call goes on waiting; it gets its numbers once the row is free. (The wait
+/// timeout is 30 s, so that the call is still waiting when it is looked at.)
 #[test]
 fn a_locked_row_holds_up_only_its_own_tag() {
-    let cluster = started_cluster("segment-row-lock", &["pg_idgen.segment_max_step = 10"]);
+    let cluster = started_cluster("segment-row-lock", &["pg_idgen.segment_max_step = 10", "pg_idgen.segment_wait_timeout = 30000"]);
     let mut db = cluster.connect();
     db.batch_execute("SELECT segment_create('busy', step => 10); SELECT segment_create('free', step => 10)").unwrap();
     take(&mut db, "busy", 10);
     let mut locker = cluster.connect();
     locker.batch_execute("BEGIN; SELECT * FROM segment_tag WHERE tag = 'busy' FOR UPDATE").unwrap();
     // A caller waiting on the locked tag keeps asking the worker for it meanwhile.
-    let waiter = outcome_within(&cluster, "SELECT count(segment_next('busy')) FROM generate_series(1, 100)", Duration::from_millis(1));
-    assert_eq!(waiter, None, "the call on the locked tag waits");
+    let waits_before = total_waits(&mut db, "busy");
+    let waiter = start(&cluster, "SELECT count(segment_next('busy')) FROM generate_series(1, 100)");
+    let deadline = Instant::now() + scaled(Duration::from_secs(5));
+    while total_waits(&mut db, "busy") == waits_before {
+        assert!(Instant::now() < deadline, "the call on the locked tag never waited: {:?}", waiter.try_recv());
+        thread::sleep(Duration::from_millis(10));
+    }
     let started = Instant::now();
     assert_eq!(take(&mut db, "free", 1000).len(), 1000);
     let took = started.elapsed();
-    assert!(took < Duration::from_secs(5), "100 ranges of another tag took {took:?}");
+    assert!(took < scaled(Duration::from_secs(5)), "100 ranges of another tag took {took:?}");
+    assert_eq!(waiter.try_recv(), Err(mpsc::TryRecvError::Empty), "the call on the locked tag still waits");
     locker.batch_execute("COMMIT").unwrap();
+    let outcome = waiter.recv_timeout(scaled(Duration::from_secs(10))).expect("the waiting call ended once the row was free");
+    assert_eq!(outcome, "ok", "the waiting call got its numbers once the row was free");
 }
 
 /// Claim: segment_drop() of a tag in another database leaves the same-named tag of

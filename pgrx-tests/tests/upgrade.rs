@@ -1,5 +1,6 @@
 //! System test of the upgrade path between released versions of the extension's SQL objects.
 
+use std::path::PathBuf;
 use std::process::Command;
 
 use pg_idgen_system_tests::{bin, sqlstate, Client, Cluster};
@@ -85,12 +86,35 @@ fn extension_catalog(db: &mut Client) -> Vec<String> {
     .collect()
 }
 
-fn install_fixture(version: &str) {
-    let sharedir = Command::new(bin("pg_config")).arg("--sharedir").output().unwrap();
-    let extension_dir = format!("{}/extension", String::from_utf8(sharedir.stdout).unwrap().trim());
-    let script = format!("pg_idgen--{version}.sql");
-    std::fs::copy(format!("{}/fixtures/{script}", env!("CARGO_MANIFEST_DIR")), format!("{extension_dir}/{script}"))
-        .unwrap_or_else(|e| panic!("install the {version} script: {e}"));
+/// The install scripts of released versions (pgrx-tests/fixtures/), put into the PostgreSQL's
+/// extension directory for as long as the value lives: dropped, however the test ends, it removes
+/// them again, so that the installation is left as the test found it.
+struct Fixtures(Vec<PathBuf>);
+
+impl Fixtures {
+    fn install(versions: &[&str]) -> Fixtures {
+        let sharedir = Command::new(bin("pg_config")).arg("--sharedir").output().unwrap();
+        let extension_dir = PathBuf::from(String::from_utf8(sharedir.stdout).unwrap().trim()).join("extension");
+        let mut installed = Fixtures(Vec::new());
+        for version in versions {
+            let script = format!("pg_idgen--{version}.sql");
+            let target = extension_dir.join(&script);
+            std::fs::copy(format!("{}/fixtures/{script}", env!("CARGO_MANIFEST_DIR")), &target)
+                .unwrap_or_else(|e| panic!("install the {version} script: {e}"));
+            installed.0.push(target);
+        }
+        installed
+    }
+}
+
+impl Drop for Fixtures {
+    fn drop(&mut self) {
+        for script in &self.0 {
+            if let Err(e) = std::fs::remove_file(script) {
+                eprintln!("could not remove {}: {e}", script.display());
+            }
+        }
+    }
 }
 
 /// Claim: a database that created pg_idgen 0.1.0 keeps working with the new library before it
@@ -105,14 +129,7 @@ fn install_fixture(version: &str) {
 /// the updated database is restored into a fresh install.
 #[test]
 fn released_versions_update_to_the_current_objects() {
-    install_fixture("0.1.0");
-    install_fixture("0.2.0");
-    install_fixture("0.3.0");
-    install_fixture("0.4.0");
-    install_fixture("0.5.0");
-    install_fixture("0.6.0");
-    install_fixture("0.7.0");
-    install_fixture("0.8.0");
+    let _fixtures = Fixtures::install(&["0.1.0", "0.2.0", "0.3.0", "0.4.0", "0.5.0", "0.6.0", "0.7.0", "0.8.0"]);
     let cluster = Cluster::init("upgrade");
     cluster.configure(&["shared_preload_libraries = 'pg_idgen'", "pg_idgen.node_id = 18"]);
     cluster.start();
@@ -219,7 +236,7 @@ fn assert_blocks_granted_as_their_generators(db: &mut Client, when: &str) {
 /// own (SipHash-2-4): another key for the same text.
 #[test]
 fn a_space_made_before_the_update_keeps_its_text_keys() {
-    install_fixture("0.8.0");
+    let _fixtures = Fixtures::install(&["0.8.0"]);
     let cluster = Cluster::init("upgrade-text-keys");
     cluster.configure(&["shared_preload_libraries = 'pg_idgen'", "pg_idgen.node_id = 18", "pg_idgen.database = 'postgres'"]);
     cluster.start();
