@@ -353,7 +353,7 @@ fn a_duplicate_fixed_node_id_and_a_promoted_standby_never_share_a_node_id() {
     let row = db.query_one("SELECT state, last_error FROM node_lease_status()", &[]).unwrap();
     assert_eq!(row.get::<_, String>(0), "refused");
     let last_error: String = row.get(1);
-    assert!(last_error.contains(&format!("node id 7 is held by")) && last_error.contains(&format!("port {}", first.port)), "{last_error}");
+    assert!(last_error.contains("node id 7 is held by") && last_error.contains(&format!("port {}", first.port)), "{last_error}");
     let before: i64 = first.connect().query_one("SELECT snowflake_next()", &[]).expect("the first server makes ids").get(0);
     // Restarted, the first server takes its own node id back (its earlier start's row, once that
     // lease has ended), and goes on above its earlier ids.

@@ -145,6 +145,9 @@ mod tests {
         // A name that no resolver answers for quickly on a machine without a network, or at all.
         let outcome = host_addresses(&options("host=pg-idgen-test.invalid"), started + Duration::from_millis(300), &|| false);
         assert!(matches!(outcome, Err(RemoteError::Unreachable(_))), "{outcome:?}");
-        assert!(started.elapsed() < Duration::from_millis(800), "took {:?}", started.elapsed());
+        // Why the scale: `./dev test` runs this at the lowest priority beside the system suites
+        // of other majors, and stretches upper bounds by it (docs/development.md, "Tests").
+        let scale = std::env::var("PG_IDGEN_TEST_TIME_SCALE").ok().and_then(|s| s.parse::<f64>().ok()).unwrap_or(1.0).max(1.0);
+        assert!(started.elapsed() < Duration::from_millis(800).mul_f64(scale), "took {:?}", started.elapsed());
     }
 }
