@@ -572,6 +572,49 @@ fn a_locked_row_holds_up_only_its_own_tag() {
     assert_eq!(outcome, "ok", "the waiting call got its numbers once the row was free");
 }
 
+/// Claim: while a tag's row stays locked, the worker retries its allocation after pauses that
+/// double from 100 ms up to 5 s, and logs a WARNING for the first failure and then at most one
+/// every 10 s: the first warning counts 1 failed attempt, the second comes at least 10 s after it
+/// and counts the attempts in between (at least 6: the pauses of 0.1, 0.2, 0.4, 0.8, 1.6 and 3.2 s
+/// come first). Once the row is free, the waiting call gets its numbers.
+#[test]
+fn a_failing_tag_is_warned_about_at_most_every_10_s() {
+    let cluster = started_cluster("segment-warn-rate", &["pg_idgen.segment_max_step = 10", "pg_idgen.segment_wait_timeout = 60000"]);
+    let mut db = cluster.connect();
+    db.batch_execute("SELECT segment_create('busy', step => 10)").unwrap();
+    take(&mut db, "busy", 10);
+    let mut locker = cluster.connect();
+    locker.batch_execute("BEGIN; SELECT * FROM segment_tag WHERE tag = 'busy' FOR UPDATE").unwrap();
+    let waiter = start(&cluster, "SELECT count(segment_next('busy')) FROM generate_series(1, 100)");
+    // Each warning's time (the log line's prefix, as the server wrote it) and its count of
+    // failed attempts.
+    let warnings = |db: &mut Client| -> Vec<(f64, u32)> {
+        cluster
+            .log()
+            .lines()
+            .filter(|line| line.contains("WARNING:  pg_idgen worker: could not allocate a range for segment tag \"busy\""))
+            .map(|line| {
+                let logged_at = line.split(" [").next().unwrap();
+                let seconds: f64 = db.query_one("SELECT extract(epoch FROM $1::text::timestamptz)::float8", &[&logged_at]).unwrap().get(0);
+                let attempts = line.rsplit('(').next().and_then(|tail| tail.split(' ').next()).and_then(|n| n.parse().ok());
+                (seconds, attempts.unwrap_or_else(|| panic!("no count of attempts in {line:?}")))
+            })
+            .collect()
+    };
+    let deadline = Instant::now() + scaled(Duration::from_secs(40));
+    while warnings(&mut db).len() < 2 {
+        assert!(Instant::now() < deadline, "fewer than two warnings while the row stayed locked:\n{}", cluster.log());
+        thread::sleep(Duration::from_millis(200));
+    }
+    locker.batch_execute("COMMIT").unwrap();
+    let seen = warnings(&mut db);
+    assert_eq!(seen[0].1, 1, "the first failure is warned about: {seen:?}");
+    assert!(seen[1].0 - seen[0].0 >= 9.99, "the second warning came {} s after the first", seen[1].0 - seen[0].0);
+    assert!(seen[1].1 >= 6, "the worker retried between the warnings: {seen:?}");
+    let outcome = waiter.recv_timeout(scaled(Duration::from_secs(15))).expect("the waiting call ended once the row was free");
+    assert_eq!(outcome, "ok");
+}
+
 /// Claim: segment_drop() of a tag in another database leaves the same-named tag of
 /// pg_idgen.database alone: its cached numbers go on without a gap.
 #[test]
