@@ -452,6 +452,33 @@ fn a_lasting_forward_step_is_followed_after_the_delay() {
     assert!(cluster.log().contains("the generator clock follows it, 3600"), "log:\n{}", cluster.log());
 }
 
+/// Claim: a forward step of the wall clock of 1 s, the most the generator clock follows without
+/// waiting `pg_idgen.clock_forward_delay`, is followed within 100 ms (the clock worker looks every
+/// 100 ms): polled every 10 ms, a snowflake id carries the stepped time (within 20 ms of it) at most
+/// 250 ms after the step, which leaves a query's time on top.
+#[test]
+fn a_forward_step_of_a_second_is_followed_within_100_ms() {
+    let cluster = started_cluster_on_fake_clock("step-second", &["pg_idgen.node_id = 26"]);
+    let mut db = cluster.connect();
+    let off = |db: &mut Client| -> f64 {
+        db.query_one("SELECT extract(epoch FROM snowflake_timestamp(snowflake_next()) - clock_timestamp())::float8", &[]).unwrap().get(0)
+    };
+    let before = off(&mut db);
+    assert!(before.abs() < 0.1, "before the step, ids carry the wall clock's time ({before} s off)");
+    cluster.set_clock_offset(1);
+    let stepped = Instant::now();
+    let mut now = off(&mut db);
+    while now < -0.02 {
+        assert!(
+            stepped.elapsed() < scaled(Duration::from_millis(250)),
+            "not followed {:?} after the step: ids are {now} s behind it",
+            stepped.elapsed()
+        );
+        sleep(Duration::from_millis(10));
+        now = off(&mut db);
+    }
+}
+
 /// Claim: ObjectIds made as fast as one backend can, 20 million in a row, never carry a second
 /// later than the wall-clock second they were made in: each second's counter starts low, so only
 /// more than 16.7 million in one second would borrow a second.
