@@ -972,3 +972,49 @@ fn a_worker_waiting_on_a_frozen_authority_does_not_hold_up_drop_database() {
         assert!(started.elapsed() < scaled(Duration::from_secs(5)), "the drop took {:?}", started.elapsed());
     }
 }
+
+/// Claim: a registry that hangs (frozen with SIGSTOP) holds no call of a server's lease worker past
+/// `pg_idgen.remote_timeout` (1 s here): the worker abandons the renewal and says it timed out
+/// (`node_lease_status().last_error`); the server makes no id once its lease could have run out
+/// (3 s) and refuses with 55000; the registry thawed, the server leases again and makes ids above
+/// every earlier one.
+#[test]
+fn a_hung_registry_call_is_abandoned_after_the_remote_timeout() {
+    let registry = registry("hung-registry");
+    let server = leasing("hung-server", &registry, "2s", &["pg_idgen.remote_timeout = '1s'"]);
+    leased_node_id(&server);
+    let mut db = server.connect();
+    let before: i64 = db.query_one("SELECT max(snowflake_next()) FROM generate_series(1, 1000)", &[]).unwrap().get(0);
+    let frozen = freeze(&registry);
+    let frozen_at = Instant::now();
+    let deadline = frozen_at + scaled(Duration::from_secs(15));
+    loop {
+        let last_error: Option<String> = db.query_one("SELECT last_error FROM node_lease_status()", &[]).unwrap().get(0);
+        if last_error.as_deref().is_some_and(|e| e.contains("timed out")) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no call timed out {:?} after the registry hung: {last_error:?}", frozen_at.elapsed());
+        thread::sleep(Duration::from_millis(50));
+    }
+    let error = loop {
+        // Why the time before the call: its id was made no earlier (see the outage test).
+        let sent = frozen_at.elapsed();
+        match db.query_one("SELECT snowflake_next()", &[]) {
+            Ok(_) => assert!(sent < Duration::from_secs(6), "an id was made {sent:?} or later after the registry hung (lease 3 s)"),
+            Err(error) => break error,
+        }
+        thread::sleep(Duration::from_millis(5));
+    };
+    assert_eq!(sqlstate(&error), "55000", "{error:?}");
+
+    drop(frozen);
+    let deadline = Instant::now() + scaled(Duration::from_secs(40));
+    let after: i64 = loop {
+        match db.query_one("SELECT snowflake_next()", &[]) {
+            Ok(row) => break row.get(0),
+            Err(error) => assert!(Instant::now() < deadline, "no id 40 s after the registry was thawed: {error:?}"),
+        }
+        thread::sleep(Duration::from_millis(100));
+    };
+    assert!(after > before, "the id after the thaw ({after}) is above the ids before ({before})");
+}
