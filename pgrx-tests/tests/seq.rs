@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use pg_idgen_system_tests::{sqlstate, started_cluster, Client, Cluster};
+use pg_idgen_system_tests::{scaled, sqlstate, started_cluster, Client, Cluster};
 
 /// What every cluster here runs with besides `shared_preload_libraries`: node 1, the worker in
 /// `postgres`, where the harness creates the extension; then `more`.
@@ -812,4 +812,44 @@ fn status_counts_follow_loads_retires_and_evictions_per_database() {
     let cached_b = status(&mut b).0;
     assert_eq!((loading_a, served), (0, 344), "every number counted");
     assert!(evictions > 0 && cached_a + cached_b <= 32 && cached_a > 0, "a: {cached_a}, other: {cached_b}, {evictions} evictions");
+}
+
+/// Claim: a key whose section needs raising while the section's row in `seq_section` is locked
+/// (SELECT … FOR UPDATE) gets 55P03 once its cached numbers are used up, after
+/// `pg_idgen.segment_wait_timeout` (1 s here), saying the worker could not raise its section in
+/// time; once the row is free the key goes on above every number it had.
+#[test]
+fn a_locked_section_row_makes_its_keys_wait_then_fail_with_55p03() {
+    let cluster = seq_cluster("seq-locked-section", &["pg_idgen.segment_wait_timeout = 1000"]);
+    let mut db = cluster.connect();
+    db.batch_execute("SELECT seq_space_create('s', step => 10)").unwrap();
+    let mut last: i64 = db.query_one("SELECT seq_next('s', 1)", &[]).unwrap().get(0);
+    let mut locker = cluster.connect();
+    locker.batch_execute("BEGIN; SELECT * FROM seq_section FOR UPDATE").unwrap();
+    let mut served = 0;
+    let (error, waited) = loop {
+        let sent = Instant::now();
+        match db.query_one("SELECT seq_next('s', 1)", &[]) {
+            Ok(row) => {
+                last = row.get(0);
+                served += 1;
+            }
+            Err(error) => break (error, sent.elapsed()),
+        }
+        assert!(served < 1000, "the key never ran out of cached numbers while its section's row was locked");
+    };
+    assert_eq!(sqlstate(&error), "55P03", "{error:?}");
+    let message = error.as_db_error().unwrap().message().to_string();
+    assert!(message.contains("could not raise its section in time"), "{message}");
+    assert!(waited >= Duration::from_millis(1000), "the failing call waited the timeout ({waited:?})");
+    locker.batch_execute("COMMIT").unwrap();
+    let deadline = Instant::now() + scaled(Duration::from_secs(15));
+    let next: i64 = loop {
+        match db.query_one("SELECT seq_next('s', 1)", &[]) {
+            Ok(row) => break row.get(0),
+            Err(error) => assert!(Instant::now() < deadline, "no number after the row was free: {error:?}"),
+        }
+        thread::sleep(Duration::from_millis(100));
+    };
+    assert!(next > last, "the key goes on above its numbers ({next} after {last})");
 }
