@@ -75,7 +75,7 @@ since_major=()
 [ "$PG_MAJOR" -lt 18 ] || since_major+=(core_uuid)
 
 phase preloaded postgres "shared_preload_libraries = 'pg_idgen';pg_idgen.node_id = 7;pg_idgen.segment_wait_timeout = 3000" \
-    setup snowflake decode objectid uuid7 segment seq seq_text_keys table_guard seq_fill_latin1 mask blocks text_form compose migrate status settings "${since_major[@]}"
+    setup snowflake decode objectid uuid7 segment seq seq_text_keys table_guard seq_fill_latin1 mask blocks text_form compose migrate status settings registry_schema "${since_major[@]}"
 phase node_id_unset pg_idgen_regress "shared_preload_libraries = 'pg_idgen'" setup node_id_unset
 # Why the server is its own segment authority (database postgres): pg_regress runs one server, and
 # what the tests show is what a server with an authority says.

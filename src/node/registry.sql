@@ -280,7 +280,7 @@ DECLARE
                              WHEN n.nspowner OPERATOR(pg_catalog.=) 'pg_database_owner'::pg_catalog.regrole
                              THEN (SELECT d.datdba FROM pg_catalog.pg_database d WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database())
                              ELSE n.nspowner END), false));
-    t text := pg_catalog.format('%I.node_lease', s);
+    t text;
     began timestamptz;
     window_end timestamptz;
     other record;
@@ -295,6 +295,8 @@ BEGIN
     IF s IS NULL THEN
         RAISE EXCEPTION USING ERRCODE = '42501', MESSAGE = 'pg_idgen''s schema in the node registry is owned by a role that is not a superuser';
     END IF;
+    -- Why only now: formatting a NULL schema name would fail first, with another error.
+    t := pg_catalog.format('%I.node_lease', s);
     IF holder IS NULL OR holder_name IS NULL OR layout IS NULL OR max_node_id IS NULL OR ttl_ms IS NULL
        OR margin_ms IS NULL OR ids_before_us IS NULL OR prefer IS NULL THEN
         RAISE EXCEPTION USING ERRCODE = '22004', MESSAGE = 'pg_idgen_node_lease_take(): only the wanted node id may be NULL';
@@ -450,7 +452,7 @@ DECLARE
                              WHEN n.nspowner OPERATOR(pg_catalog.=) 'pg_database_owner'::pg_catalog.regrole
                              THEN (SELECT d.datdba FROM pg_catalog.pg_database d WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database())
                              ELSE n.nspowner END), false));
-    t text := pg_catalog.format('%I.node_lease', s);
+    t text;
     renewed boolean;
     max_lead interval;
     own_longest interval;
@@ -460,6 +462,8 @@ BEGIN
     IF s IS NULL THEN
         RAISE EXCEPTION USING ERRCODE = '42501', MESSAGE = 'pg_idgen''s schema in the node registry is owned by a role that is not a superuser';
     END IF;
+    -- Why only now: formatting a NULL schema name would fail first, with another error.
+    t := pg_catalog.format('%I.node_lease', s);
     IF ttl_ms NOT BETWEEN 3000 AND 3600000 OR margin_ms NOT BETWEEN 0 AND 3600000 THEN
         RAISE EXCEPTION USING ERRCODE = '22023', MESSAGE = 'pg_idgen_node_lease_renew(): an argument is out of range';
     END IF;
