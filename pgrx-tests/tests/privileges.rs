@@ -62,9 +62,9 @@ fn planted_calls(db: &mut Client) -> Vec<String> {
 /// Restarts the worker, so that it connects with the database's current settings: returns once
 /// another process has taken the terminated one's place (the postmaster starts it after 1 s).
 fn restart_worker(db: &mut Client) {
-    // (None when the worker has not connected yet: then any worker that connects will do.)
+    // (0 when the worker has not connected yet: then any worker that connects will do.)
     let old: i32 =
-        db.query_opt("SELECT pid FROM pg_catalog.pg_stat_activity WHERE backend_type = 'pg_idgen worker'", &[]).unwrap().map_or(0, |row| row.get(0));
+        db.query_one("SELECT coalesce(max(pid), 0) FROM pg_catalog.pg_stat_activity WHERE backend_type = 'pg_idgen worker'", &[]).unwrap().get(0);
     db.batch_execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE backend_type = 'pg_idgen worker'").unwrap();
     let deadline = Instant::now() + scaled(Duration::from_secs(10));
     let new = "SELECT count(*) FROM pg_catalog.pg_stat_activity WHERE backend_type = 'pg_idgen worker' AND pid <> $1";

@@ -88,7 +88,8 @@ fn extension_catalog(db: &mut Client) -> Vec<String> {
 
 /// The install scripts of released versions (pgrx-tests/fixtures/), put into the PostgreSQL's
 /// extension directory for as long as the value lives: dropped, however the test ends, it removes
-/// them again, so that the installation is left as the test found it.
+/// them again, so that the installation is left as the test found it. (Both tests install 0.8.0's:
+/// they run one at a time, as scripts/test.sh runs every system test, `--test-threads=1`.)
 struct Fixtures(Vec<PathBuf>);
 
 impl Fixtures {
