@@ -21,6 +21,18 @@ fn status_row(db: &mut Client, columns: &str) -> postgres::Row {
     db.query_one(&format!("SELECT {columns} FROM pg_idgen_status()"), &[]).unwrap()
 }
 
+/// Waits until the clock worker has published a mark since the server started. Why: until then a
+/// fresh server's generators have no room, and a call waits for the worker at most `max_clock_wait`
+/// — 200 ms in the tests that shorten it, which a loaded machine can take to start the worker.
+fn wait_for_a_first_mark(cluster: &Cluster) {
+    let mut db = cluster.connect();
+    let deadline = Instant::now() + scaled(Duration::from_secs(10));
+    while !status_row(&mut db, "mark_advanced_at IS NOT NULL").get::<_, bool>(0) {
+        assert!(Instant::now() < deadline, "the clock worker published no mark within {:?}", scaled(Duration::from_secs(10)));
+        sleep(Duration::from_millis(20));
+    }
+}
+
 fn seconds(db: &mut Client, interval_column: &str) -> f64 {
     status_row(db, &format!("extract(epoch FROM {interval_column})::float8")).get(0)
 }
@@ -171,6 +183,7 @@ fn refuse_policy_errors_while_behind_and_resumes_when_the_clock_catches_up() {
     let cluster =
         started_cluster_on_fake_clock("refuse", &["pg_idgen.node_id = 15", "pg_idgen.clock_step_policy = refuse", "pg_idgen.max_clock_wait = 200"]);
     let load_started = Instant::now();
+    wait_for_a_first_mark(&cluster);
     let before = Load::start(&cluster, 1, 0).stop_after(Duration::from_millis(300));
     cluster.set_clock_offset(-10);
     // Let the clock worker see the step (it looks every 100 ms) before the clock is set right.
@@ -216,12 +229,14 @@ fn a_clean_restart_onto_a_slow_clock_under_refuse_borrows_no_more_than_when_runn
         "refuse-restart",
         &["pg_idgen.node_id = 25", "pg_idgen.clock_step_policy = refuse", "pg_idgen.max_clock_wait = 200", "pg_idgen.max_clock_borrow = '50ms'"],
     );
+    wait_for_a_first_mark(&cluster);
     let before = Load::start(&cluster, 1, 0).stop_after(Duration::from_millis(300));
     assert!(before[0].error.is_none(), "{:?}", before[0].error);
     let last_before: i64 = cluster.connect().query_one("SELECT last_id FROM pg_idgen_status()", &[]).unwrap().get(0);
     cluster.stop();
     cluster.set_clock_offset(-8);
     cluster.start();
+    wait_for_a_first_mark(&cluster);
     let restarted = Instant::now();
     let mut db = cluster.connect();
     // Whether a batch's ids are all above the last id before the stop, and how far its last id is
@@ -314,6 +329,7 @@ fn a_held_clock_worker_stops_ids_only_near_its_mark() {
         assert!(Instant::now() < deadline, "the clock worker runs");
         sleep(Duration::from_millis(50));
     };
+    wait_for_a_first_mark(&cluster);
     let batch = "SELECT pg_catalog.max(snowflake_next()) FROM pg_catalog.generate_series(1, 1000)";
     let mut last: i64 = db.query_one(batch, &[]).unwrap().get(0);
     let held = Stopped::processes(vec![pid.to_string()]);
