@@ -179,14 +179,16 @@ install_extension() {
     local staged lock
     staged=$(mktemp -d "$REPO_ROOT/target/release/pg_idgen-install-pg$PG_MAJOR.XXXXXX")
     lock=/tmp/pg_idgen-install-$(cksum <<<"$PG_CONFIG" | cut -d' ' -f1).lock
-    # Why `|| return` on each step: callers run this under `||` (scripts/test.sh's timed), where
-    # set -e does not apply, and a failed build must not go on to install nothing and pass.
-    cargo pgrx package --pg-config "$PG_CONFIG" --out-dir "$staged" >/dev/null || return
-    (
+    # Why the status is kept: callers run this under `||` (scripts/test.sh's timed), where set -e
+    # does not apply, so a failed build must fail the step, not install nothing and pass; and the
+    # staged tree goes either way.
+    local status=0
+    cargo pgrx package --pg-config "$PG_CONFIG" --out-dir "$staged" >/dev/null && (
         flock 9
         install_tree "$staged"
-    ) 9>"$lock" || return
+    ) 9>"$lock" || status=$?
     rm -rf "$staged"
+    return $status
 }
 
 # install_tree DIR: installs each file of DIR, a tree that mirrors the installation's absolute paths
