@@ -287,7 +287,7 @@ impl Cluster {
         let out = Command::new("kill").args(["-9", &pid]).output().unwrap();
         assert!(out.status.success(), "kill -9 {pid}");
         // Backends notice the postmaster's death and exit; the next start needs them gone.
-        let deadline = Instant::now() + Duration::from_secs(30);
+        let deadline = Instant::now() + scaled(Duration::from_secs(30));
         while Instant::now() < deadline {
             let busy = Command::new("pgrep").args(["-f", &format!("^postgres: {}: ", self.name())]).output().unwrap();
             let alive = Command::new("kill").args(["-0", &pid]).output().unwrap().status.success();
@@ -300,7 +300,7 @@ impl Cluster {
 
     /// Starts the server after a crash: retries while the old processes let go of shared memory.
     pub fn restart_after_crash(&self) {
-        let deadline = Instant::now() + Duration::from_secs(60);
+        let deadline = Instant::now() + scaled(Duration::from_secs(60));
         loop {
             match self.try_start() {
                 Ok(()) => return,
@@ -325,7 +325,7 @@ impl Cluster {
 
     pub fn connect_as(&self, database: &str, user: &str) -> Client {
         let config = format!("host={} port={} user={user} dbname={database}", self.socket_dir(), self.port);
-        let deadline = Instant::now() + Duration::from_secs(30);
+        let deadline = Instant::now() + scaled(Duration::from_secs(30));
         loop {
             match Client::connect(&config, NoTls) {
                 Ok(client) => return client,

@@ -85,7 +85,7 @@ fn leasing(name: &str, registry: &Cluster, margin: &str, more: &[&str]) -> Clust
 /// started hands out none for its lease, margin and lead).
 fn leased_node_id(cluster: &Cluster) -> i32 {
     let mut db = cluster.connect();
-    let deadline = Instant::now() + Duration::from_secs(40);
+    let deadline = Instant::now() + scaled(Duration::from_secs(40));
     loop {
         let row = db.query_one("SELECT state, node_id, last_error FROM node_lease_status()", &[]).unwrap();
         if row.get::<_, String>(0) == "held" {
@@ -99,7 +99,7 @@ fn leased_node_id(cluster: &Cluster) -> i32 {
 /// The lease's state once the lease worker has answered: its first call made (at most 20 s).
 fn answered_state(cluster: &Cluster) -> String {
     let mut db = cluster.connect();
-    let deadline = Instant::now() + Duration::from_secs(20);
+    let deadline = Instant::now() + scaled(Duration::from_secs(20));
     loop {
         let state: String = db.query_one("SELECT state FROM node_lease_status()", &[]).unwrap().get(0);
         if state != "acquiring" {
@@ -429,7 +429,7 @@ fn two_writers_replicate_into_a_third_without_duplicates() {
     clients.into_iter().for_each(|c| c.join().unwrap());
     let expected = 4 * PER_CLIENT as i64;
     let mut db = subscriber.connect();
-    let deadline = Instant::now() + Duration::from_secs(60);
+    let deadline = Instant::now() + scaled(Duration::from_secs(60));
     loop {
         let row = db.query_one("SELECT count(*), count(DISTINCT id) FROM events", &[]).unwrap();
         let (count, distinct) = (row.get::<_, i64>(0), row.get::<_, i64>(1));
@@ -689,7 +689,7 @@ const LEAD_20S: &str = "pg_idgen.node_lease_max_lead = '20s'";
 /// The node id a server holds a lease of, once it holds `wanted` (within `seconds`).
 fn lease_of(cluster: &Cluster, wanted: i32, seconds: u64) {
     let mut db = cluster.connect();
-    let deadline = Instant::now() + Duration::from_secs(seconds);
+    let deadline = Instant::now() + scaled(Duration::from_secs(seconds));
     loop {
         let row = db.query_one("SELECT state, node_id, last_error FROM node_lease_status()", &[]).unwrap();
         if row.get::<_, String>(0) == "held" && row.get::<_, Option<i32>>(1) == Some(wanted) {
@@ -781,7 +781,7 @@ fn a_registry_failed_over_to_a_lagging_standby_hands_out_no_floor_below_ids_made
     standby.configure(&["shared_preload_libraries = 'pg_idgen'", TTL, REGISTRY_MARGIN, LEAD_20S]);
     standby.start();
     let mut s = standby.connect();
-    let deadline = Instant::now() + Duration::from_secs(20);
+    let deadline = Instant::now() + scaled(Duration::from_secs(20));
     while s.query_one("SELECT count(*) FROM node_lease WHERE node_id = 5", &[]).unwrap().get::<_, i64>(0) == 0 {
         assert!(Instant::now() < deadline, "the standby did not replay the lease");
         thread::sleep(Duration::from_millis(100));
@@ -856,7 +856,7 @@ fn probe_take(db: &mut Client, holder: &str, ahead_s: i64) -> Result<(Option<i32
 
 /// The node id `holder` takes once the registry's wait is over (within `seconds`).
 fn take_after_the_wait(db: &mut Client, holder: &str, seconds: u64) -> i32 {
-    let deadline = Instant::now() + Duration::from_secs(seconds);
+    let deadline = Instant::now() + scaled(Duration::from_secs(seconds));
     loop {
         if let (Some(node_id), _) = probe_take(db, holder, 3).unwrap() {
             return node_id;

@@ -350,7 +350,7 @@ fn asynchronous_commit_loses_no_raise_in_a_crash() {
 fn wait_for_replay(primary: &Cluster, standby: &Cluster) {
     let lsn: String = primary.connect().query_one("SELECT pg_current_wal_lsn()::text", &[]).unwrap().get(0);
     let mut db = standby.connect();
-    let deadline = Instant::now() + Duration::from_secs(30);
+    let deadline = Instant::now() + scaled(Duration::from_secs(30));
     while !db.query_one("SELECT pg_last_wal_replay_lsn() >= $1::text::pg_lsn", &[&lsn]).unwrap().get::<_, bool>(0) {
         assert!(Instant::now() < deadline, "the standby did not replay up to {lsn} in 30 s");
         thread::sleep(Duration::from_millis(50));
