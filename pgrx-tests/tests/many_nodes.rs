@@ -1018,3 +1018,40 @@ fn a_hung_registry_call_is_abandoned_after_the_remote_timeout() {
     };
     assert!(after > before, "the id after the thaw ({after}) is above the ids before ({before})");
 }
+
+/// Claim: a lease worker whose calls hang (the registry frozen with SIGSTOP; each call is abandoned
+/// after `pg_idgen.remote_timeout`, 1 s, and made again) stops when told to: sent SIGTERM three
+/// times, another lease worker runs within seconds each time, and a fast shutdown of its server
+/// ends within seconds. (A worker whose call swallowed the signal would run on, never replaced,
+/// and hold the shutdown up for good.)
+#[test]
+fn a_lease_worker_told_to_stop_during_hung_calls_stops() {
+    let registry = registry("stop-registry");
+    let server = leasing("stop-server", &registry, "2s", &["pg_idgen.remote_timeout = '1s'"]);
+    leased_node_id(&server);
+    let mut db = server.connect();
+    let lease_worker = |db: &mut Client| -> Option<i32> { db.query_one("SELECT worker_pid FROM node_lease_status()", &[]).unwrap().get(0) };
+    let frozen = freeze(&registry);
+    // Calls that time out: the worker makes one after another, each up to 1 s and 1 s apart; a
+    // new worker makes its first at once.
+    let deadline = Instant::now() + scaled(Duration::from_secs(15));
+    while db.query_one("SELECT failures_in_a_row FROM node_lease_status()", &[]).unwrap().get::<_, i64>(0) < 1 {
+        assert!(Instant::now() < deadline, "the lease worker's calls did not fail with the registry frozen");
+        thread::sleep(Duration::from_millis(50));
+    }
+    for round in 1..=3 {
+        let old = lease_worker(&mut db).expect("a lease worker runs");
+        // Why kill: pg_terminate_backend() refuses a worker without a database connection.
+        let killed = std::process::Command::new("kill").args(["-TERM", &old.to_string()]).status().unwrap();
+        assert!(killed.success(), "kill -TERM {old}");
+        let deadline = Instant::now() + scaled(Duration::from_secs(10));
+        while lease_worker(&mut db).is_none_or(|pid| pid == old) {
+            assert!(Instant::now() < deadline, "round {round}: no new lease worker; the server's log:\n{}", server.log());
+            thread::sleep(Duration::from_millis(50));
+        }
+    }
+    drop(db);
+    let took = server.stop_fast_within(Duration::from_secs(20)).unwrap_or_else(|e| panic!("a fast shutdown: {e}\n{}", server.log()));
+    assert!(took < scaled(Duration::from_secs(10)), "the fast shutdown took {took:?}");
+    drop(frozen);
+}
