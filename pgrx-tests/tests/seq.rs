@@ -862,16 +862,15 @@ fn a_locked_section_row_makes_its_keys_wait_then_fail_with_55p03() {
 /// one with 53400, `no section of the cache was free for sequence space "s" in time`, its hint
 /// naming `pg_idgen.seq_cache_sections`. Why at most two 55P03: a load taken longer ago than the
 /// timeout may be evicted, once, and the evicting call then holds the section past every other
-/// call's deadline. Once the lock is gone, each key numbers from 1, the one section serving them
-/// in turn.
+/// call's deadline. Once the lock is gone, every key gets numbers again, the one section serving
+/// them in turn: each key's second number, taken after the other keys' sections evicted its own,
+/// is above its first.
 #[test]
 fn a_cache_too_small_for_the_keys_loaded_at_once_fails_with_53400() {
     const CLIENTS: i64 = 6;
     let timeout = scaled(Duration::from_secs(3));
-    let cluster = seq_cluster(
-        "seq-cache-full",
-        &["pg_idgen.seq_cache_sections = 1", &format!("pg_idgen.segment_wait_timeout = {}", timeout.as_millis())],
-    );
+    let cluster =
+        seq_cluster("seq-cache-full", &["pg_idgen.seq_cache_sections = 1", &format!("pg_idgen.segment_wait_timeout = {}", timeout.as_millis())]);
     let mut db = cluster.connect();
     db.batch_execute("SELECT seq_space_create('s', section_keys => 1)").unwrap();
     let mut locker = cluster.connect();
@@ -911,14 +910,18 @@ fn a_cache_too_small_for_the_keys_loaded_at_once_fails_with_53400() {
     assert!(cache_full >= CLIENTS - 2, "{cache_full} of {CLIENTS} calls found no free section (53400)");
     locker.batch_execute("COMMIT").unwrap();
     let deadline = Instant::now() + scaled(Duration::from_secs(20));
-    for key in 1..=CLIENTS {
-        let first: i64 = loop {
+    let first: Vec<i64> = (1..=CLIENTS)
+        .map(|key| loop {
             match db.query_one("SELECT seq_next('s', $1::bigint)", &[&key]) {
                 Ok(row) => break row.get(0),
                 Err(error) => assert!(Instant::now() < deadline, "key {key}: no number after the lock was gone: {error:?}"),
             }
             thread::sleep(Duration::from_millis(100));
-        };
-        assert_eq!(first, 1, "key {key}");
+        })
+        .collect();
+    for (key, first) in (1..=CLIENTS).zip(first) {
+        assert!(first >= 1, "key {key}: {first}");
+        let second = next(&mut db, "s", key);
+        assert!(second > first, "key {key}: {second} after {first}, its section evicted and loaded again in between");
     }
 }
