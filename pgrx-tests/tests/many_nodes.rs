@@ -724,6 +724,21 @@ fn assert_all_above(cluster: &Cluster, earlier: &[i64], later: &[i64], what: &st
     assert!(min_later > max_earlier, "{what}: the later ids start at {min_later}, below the earlier ids' largest, {max_earlier}");
 }
 
+/// Asserts that the registry recorded a reset at `before` (its registry-clock time, as text) or
+/// later (`node_registry_state.reset_at`), and that `ask_again_us`, the time a server without a
+/// lease was told to ask again, is at least the registry's wait of `wait_s` after it.
+fn assert_reset_since(r: &mut Client, before: &str, ask_again_us: i64, wait_s: i64, what: &str) {
+    let row = r
+        .query_one("SELECT reset_at >= $1::text::timestamptz, (extract(epoch FROM reset_at) * 1e6)::bigint FROM node_registry_state", &[&before])
+        .unwrap();
+    assert!(row.get::<_, bool>(0), "{what}: the registry recorded no reset since {before}");
+    let reset_at_us: i64 = row.get(1);
+    assert!(
+        ask_again_us >= reset_at_us + wait_s * 1_000_000,
+        "{what}: the wait ends at {ask_again_us}, before the reset ({reset_at_us}) plus {wait_s} s"
+    );
+}
+
 /// The registry of server A, which holds node id 5, is saved (`save`); A advances its ids 15 s
 /// past its clock, makes 300,000 ids and stops; the registry's rows are put back from what was
 /// saved (`put_back`) while it runs. Asserts what the registry then promises: it records a reset
@@ -753,12 +768,7 @@ fn put_back_registry<S>(name: &str, save: impl FnOnce(&Cluster) -> S, put_back: 
         Ok((None, ask_again_us)) => ask_again_us,
         other => panic!("{name}: a server without a lease is not told to wait right after the rows went back: {other:?}"),
     };
-    let row = r
-        .query_one("SELECT reset_at >= $1::text::timestamptz, (extract(epoch FROM reset_at) * 1e6)::bigint FROM node_registry_state", &[&before])
-        .unwrap();
-    assert!(row.get::<_, bool>(0), "{name}: the registry recorded no reset since {before}");
-    let reset_at_us: i64 = row.get(1);
-    assert!(ask_again_us >= reset_at_us + 29_000_000, "{name}: the wait ends at {ask_again_us}, before the reset ({reset_at_us}) plus 29 s");
+    assert_reset_since(&mut r, &before, ask_again_us, 29, name);
     assert!(ask_again_us > largest_a_us, "{name}: the wait ends at {ask_again_us}, below A's largest id, of {largest_a_us}");
 
     let b = leasing(&format!("{name}-b"), &registry, "1s", &["pg_idgen.node_id = 5", LEAD_20S]);
@@ -977,12 +987,7 @@ fn a_registry_counts_its_start_a_copied_database_and_a_holders_evidence_as_reset
         r.batch_execute(sql).unwrap();
         let (node_id, ask_again_us) = probe_take(&mut r, "h7", 3).unwrap();
         assert_eq!(node_id, None, "{change}: a node id for a server that holds none");
-        let row = r
-            .query_one("SELECT reset_at >= $1::text::timestamptz, (extract(epoch FROM reset_at) * 1e6)::bigint FROM node_registry_state", &[&before])
-            .unwrap();
-        assert!(row.get::<_, bool>(0), "{change}: the registry recorded no reset");
-        let reset_at_us: i64 = row.get(1);
-        assert!(ask_again_us >= reset_at_us + 16_000_000, "{change}: the wait ends at {ask_again_us}, before the reset ({reset_at_us}) plus 16 s");
+        assert_reset_since(&mut r, &before, ask_again_us, 16, change);
     }
 
     // A start with the clock behind: the wait runs from the latest renewal the rows show.
