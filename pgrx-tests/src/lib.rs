@@ -340,13 +340,32 @@ impl Cluster {
 
     /// Runs `pg_dump` of `database` into a file in the cluster's directory and returns its path.
     pub fn dump(&self, database: &str) -> PathBuf {
+        self.dump_with(database, &[])
+    }
+
+    /// The same with more `pg_dump` options (`-Fc`: a dump for `pg_restore`).
+    pub fn dump_with(&self, database: &str, options: &[&str]) -> PathBuf {
         let file = self.dir.join(format!("{database}.sql"));
         let out = Command::new(bin("pg_dump"))
-            .args(["-h", &self.socket_dir(), "-p", &self.port.to_string(), "-U", "postgres", "-f", file.to_str().unwrap(), database])
+            .args(["-h", &self.socket_dir(), "-p", &self.port.to_string(), "-U", "postgres", "-f", file.to_str().unwrap()])
+            .args(options)
+            .arg(database)
             .output()
             .unwrap();
         assert!(out.status.success(), "pg_dump: {}", String::from_utf8_lossy(&out.stderr));
         file
+    }
+
+    /// Runs `pg_restore` of a dump made with `-Fc` into `database`, with `options` (`--clean`),
+    /// stopping at the first error.
+    pub fn pg_restore(&self, file: &Path, database: &str, options: &[&str]) {
+        let out = Command::new(bin("pg_restore"))
+            .args(["--exit-on-error", "-h", &self.socket_dir(), "-p", &self.port.to_string(), "-U", "postgres", "-d", database])
+            .args(options)
+            .arg(file)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "pg_restore: {}", String::from_utf8_lossy(&out.stderr));
     }
 
     /// Runs an SQL file (a dump) with psql into `database`, stopping at the first error.
