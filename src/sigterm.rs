@@ -20,9 +20,11 @@ pub fn received() -> bool {
     remember(BackgroundWorker::sigterm_received())
 }
 
-/// Sleeps until the latch is set or `timeout` passed; true if the worker may go on (no SIGTERM).
+/// Sleeps until the latch is set or `timeout` passed; true if the worker may go on (no SIGTERM,
+/// and the postmaster alive: pgrx reports its death the same way, and it is kept the same way, as
+/// a reason to stop).
 pub fn wait_latch(timeout: Duration) -> bool {
-    // pgrx's answer is its flag, read (and cleared): false when a SIGTERM came.
+    // pgrx's answer reads (and clears) its SIGTERM flag: false when a SIGTERM came.
     !remember(!BackgroundWorker::wait_latch(Some(timeout)))
 }
 

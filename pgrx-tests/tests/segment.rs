@@ -173,12 +173,12 @@ fn a_terminated_worker_comes_back() {
             let stop = Arc::clone(&stop);
             thread::spawn(move || {
                 // Calls that find no range while the worker is away wait for it, and may time
-                // out: 53400 (not in time) or 55000 (the worker not running); the shutdown ends
+                // out: 55P03 (the worker did not load in time) or 55000 (not running); the shutdown ends
                 // the session (57P01, or the connection lost). Anything else is returned.
                 while !stop.load(Ordering::Relaxed) {
                     match client.batch_execute("INSERT INTO got SELECT segment_next('w') FROM generate_series(1, 1000)") {
                         Ok(()) => {}
-                        Err(e) if ["53400", "55000"].contains(&sqlstate(&e).as_str()) => {}
+                        Err(e) if ["55P03", "55000"].contains(&sqlstate(&e).as_str()) => {}
                         Err(e) if client.is_closed() || sqlstate(&e) == "57P01" => return None,
                         Err(e) => return Some(format!("{e:?}")),
                     }

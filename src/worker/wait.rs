@@ -20,9 +20,11 @@ impl Deadline {
         Deadline(None)
     }
 
-    /// The deadline (monotonic ms), set at the first ask.
+    /// The deadline (monotonic ms), set at the first ask. Why the 1 ms more: the clock is read in
+    /// whole milliseconds, cut off, so the wait began up to 1 ms after its reading; the wait is never
+    /// shorter than the timeout.
     pub fn ms(&mut self) -> i64 {
-        *self.0.get_or_insert_with(|| clock::monotonic_millis() + settings::config().segments.wait_timeout_ms as i64)
+        *self.0.get_or_insert_with(|| clock::monotonic_millis() + settings::config().segments.wait_timeout_ms as i64 + 1)
     }
 }
 
