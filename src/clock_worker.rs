@@ -81,7 +81,7 @@ pub extern "C-unwind" fn pg_idgen_clock_worker_main(_arg: pg_sys::Datum) {
         if crate::errors::recovery_is_over() {
             mark::advance_if_due(config, now);
         }
-        if !BackgroundWorker::wait_latch(Some(LOOK_INTERVAL)) {
+        if !crate::sigterm::wait_latch(LOOK_INTERVAL) {
             break;
         }
     }

@@ -30,6 +30,7 @@ mod seqlock;
 mod services;
 mod settings;
 mod shmem;
+mod sigterm;
 mod snowflake;
 mod status;
 mod tables;

@@ -75,7 +75,7 @@ since_major=()
 [ "$PG_MAJOR" -lt 18 ] || since_major+=(core_uuid)
 
 phase preloaded postgres "shared_preload_libraries = 'pg_idgen';pg_idgen.node_id = 7;pg_idgen.segment_wait_timeout = 3000" \
-    setup snowflake decode objectid uuid7 segment seq seq_text_keys table_guard seq_fill_latin1 mask blocks text_form compose migrate status settings registry_schema "${since_major[@]}"
+    setup snowflake decode objectid uuid7 segment seq seq_text_keys table_guard seq_fill_latin1 mask blocks text_form compose migrate status settings registry_schema seq_tables_missing "${since_major[@]}"
 phase node_id_unset pg_idgen_regress "shared_preload_libraries = 'pg_idgen'" setup node_id_unset
 # Why the server is its own segment authority (database postgres): pg_regress runs one server, and
 # what the tests show is what a server with an authority says.
@@ -86,6 +86,9 @@ phase few_tags pg_idgen_regress "shared_preload_libraries = 'pg_idgen';pg_idgen.
 # Three worker slots: the logical replication launcher, pg_idgen's clock worker and the worker of
 # pg_idgen.database ("postgres"); none is left for this database's worker.
 phase no_worker_slot pg_idgen_regress "shared_preload_libraries = 'pg_idgen';pg_idgen.node_id = 7;max_worker_processes = 3;pg_idgen.segment_wait_timeout = 500" setup no_worker_slot
+# Two worker slots: the logical replication launcher and pg_idgen's clock worker; the worker of
+# pg_idgen.database, which is this phase's database, cannot be registered, so it never runs.
+phase no_worker pg_idgen_regress "shared_preload_libraries = 'pg_idgen';pg_idgen.node_id = 7;pg_idgen.database = 'pg_idgen_regress';max_worker_processes = 2;pg_idgen.segment_wait_timeout = 500" setup no_worker
 phase not_preloaded pg_idgen_regress "" setup not_preloaded
 
 if [ $ran -eq 0 ]; then

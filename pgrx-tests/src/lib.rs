@@ -287,7 +287,7 @@ impl Cluster {
         let out = Command::new("kill").args(["-9", &pid]).output().unwrap();
         assert!(out.status.success(), "kill -9 {pid}");
         // Backends notice the postmaster's death and exit; the next start needs them gone.
-        let deadline = Instant::now() + Duration::from_secs(30);
+        let deadline = Instant::now() + scaled(Duration::from_secs(30));
         while Instant::now() < deadline {
             let busy = Command::new("pgrep").args(["-f", &format!("^postgres: {}: ", self.name())]).output().unwrap();
             let alive = Command::new("kill").args(["-0", &pid]).output().unwrap().status.success();
@@ -300,7 +300,7 @@ impl Cluster {
 
     /// Starts the server after a crash: retries while the old processes let go of shared memory.
     pub fn restart_after_crash(&self) {
-        let deadline = Instant::now() + Duration::from_secs(60);
+        let deadline = Instant::now() + scaled(Duration::from_secs(60));
         loop {
             match self.try_start() {
                 Ok(()) => return,
@@ -325,7 +325,7 @@ impl Cluster {
 
     pub fn connect_as(&self, database: &str, user: &str) -> Client {
         let config = format!("host={} port={} user={user} dbname={database}", self.socket_dir(), self.port);
-        let deadline = Instant::now() + Duration::from_secs(30);
+        let deadline = Instant::now() + scaled(Duration::from_secs(30));
         loop {
             match Client::connect(&config, NoTls) {
                 Ok(client) => return client,
@@ -340,13 +340,32 @@ impl Cluster {
 
     /// Runs `pg_dump` of `database` into a file in the cluster's directory and returns its path.
     pub fn dump(&self, database: &str) -> PathBuf {
+        self.dump_with(database, &[])
+    }
+
+    /// The same with more `pg_dump` options (`-Fc`: a dump for `pg_restore`).
+    pub fn dump_with(&self, database: &str, options: &[&str]) -> PathBuf {
         let file = self.dir.join(format!("{database}.sql"));
         let out = Command::new(bin("pg_dump"))
-            .args(["-h", &self.socket_dir(), "-p", &self.port.to_string(), "-U", "postgres", "-f", file.to_str().unwrap(), database])
+            .args(["-h", &self.socket_dir(), "-p", &self.port.to_string(), "-U", "postgres", "-f", file.to_str().unwrap()])
+            .args(options)
+            .arg(database)
             .output()
             .unwrap();
         assert!(out.status.success(), "pg_dump: {}", String::from_utf8_lossy(&out.stderr));
         file
+    }
+
+    /// Runs `pg_restore` of a dump made with `-Fc` into `database`, with `options` (`--clean`),
+    /// stopping at the first error.
+    pub fn pg_restore(&self, file: &Path, database: &str, options: &[&str]) {
+        let out = Command::new(bin("pg_restore"))
+            .args(["--exit-on-error", "-h", &self.socket_dir(), "-p", &self.port.to_string(), "-U", "postgres", "-d", database])
+            .args(options)
+            .arg(file)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "pg_restore: {}", String::from_utf8_lossy(&out.stderr));
     }
 
     /// Runs an SQL file (a dump) with psql into `database`, stopping at the first error.

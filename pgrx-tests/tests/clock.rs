@@ -186,8 +186,12 @@ fn refuse_policy_errors_while_behind_and_resumes_when_the_clock_catches_up() {
     wait_for_a_first_mark(&cluster);
     let before = Load::start(&cluster, 1, 0).stop_after(Duration::from_millis(300));
     cluster.set_clock_offset(-10);
-    // Let the clock worker see the step (it looks every 100 ms) before the clock is set right.
-    sleep(Duration::from_millis(300));
+    // The clock worker sees the step (it looks every 100 ms) before the clock is set right.
+    let deadline = Instant::now() + scaled(Duration::from_secs(10));
+    while !cluster.log().contains("stepped back by 10.000 s; generators refuse") {
+        assert!(Instant::now() < deadline, "the clock worker did not report the step:\n{}", cluster.log());
+        sleep(Duration::from_millis(50));
+    }
     let mut db = cluster.connect();
     // The message measures from the start of the tick of the last id: ObjectIds count whole
     // seconds, the others milliseconds.
@@ -212,8 +216,6 @@ fn refuse_policy_errors_while_behind_and_resumes_when_the_clock_catches_up() {
 
     let taken: Vec<ClientIds> = before.into_iter().chain(after).collect();
     assert_ids_unique_and_ordered(&mut db, "refused", &taken);
-    let log = cluster.log();
-    assert!(log.contains("stepped back by 10.000 s; generators refuse"), "log:\n{log}");
 }
 
 /// Claim: under `pg_idgen.clock_step_policy = refuse`, a server stopped cleanly and started again
@@ -582,6 +584,18 @@ impl Running {
         Running { pid, outcome }
     }
 
+    /// Returns once the statement has run for `time` (by the server's `query_start`), or panics.
+    /// Why not a sleep: on a loaded machine the statement may start seconds after `start`.
+    fn wait_until_it_ran_for(&self, db: &mut Client, time: Duration) {
+        let deadline = Instant::now() + scaled(Duration::from_secs(20)) + time;
+        let query = "SELECT coalesce(clock_timestamp() - query_start >= make_interval(secs => $2), false) \
+                     FROM pg_stat_activity WHERE pid = $1 AND state = 'active'";
+        while !db.query_opt(query, &[&self.pid, &time.as_secs_f64()]).unwrap().is_some_and(|row| row.get::<_, bool>(0)) {
+            assert!(Instant::now() < deadline, "the statement of backend {} did not run for {time:?}", self.pid);
+            sleep(Duration::from_millis(50));
+        }
+    }
+
     /// The SQLSTATE the statement ended with (None: it succeeded), or a panic naming `what` when it
     /// has not ended within `limit`.
     fn ended_within(&self, limit: Duration, what: &str) -> Option<String> {
@@ -645,14 +659,15 @@ fn a_call_waiting_for_the_clock_ends_at_cancel_and_at_a_fast_shutdown() {
     let many = "SELECT count(snowflake_next()) FROM generate_series(1, 1000000)";
     let mut db = cluster.connect();
     let waiting = Running::start(&cluster, many);
-    sleep(Duration::from_secs(2));
+    // Past its first tick's 8,192 ids, the statement waits for the clock.
+    waiting.wait_until_it_ran_for(&mut db, Duration::from_secs(2));
     let cancelled_at = Instant::now();
     db.query_one("SELECT pg_cancel_backend($1)", &[&waiting.pid]).unwrap();
     assert_eq!(waiting.ended_within(Duration::from_secs(5), "a call waiting for the clock, cancelled").as_deref(), Some("57014"));
     assert!(cancelled_at.elapsed() < scaled(Duration::from_secs(1)), "the cancel took {:?}", cancelled_at.elapsed());
 
     let waiting = Running::start(&cluster, many);
-    sleep(Duration::from_secs(2));
+    waiting.wait_until_it_ran_for(&mut db, Duration::from_secs(2));
     drop(db);
     let took = cluster.stop_fast_within(Duration::from_secs(10)).expect("a fast shutdown while a call waits for the clock");
     assert!(took < scaled(Duration::from_secs(5)), "the fast shutdown took {took:?}");

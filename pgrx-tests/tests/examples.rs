@@ -38,7 +38,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use pg_idgen_system_tests::manual::{manual_pages, page_name, prose_lines, read, split_code_spans};
-use pg_idgen_system_tests::{bin, Client, Cluster};
+use pg_idgen_system_tests::{bin, scaled, Client, Cluster};
 
 /// The marker psql echoes before each statement, followed by the statement's number in its run.
 const MARK: &str = "@@pg_idgen example ";
@@ -630,7 +630,7 @@ fn indent(lines: &[String]) -> String {
 
 /// Polls `query` until it returns true, for at most 90 s.
 fn wait_until(db: &mut Client, query: &str) {
-    let deadline = Instant::now() + Duration::from_secs(90);
+    let deadline = Instant::now() + scaled(Duration::from_secs(90));
     loop {
         if db.query_one(query, &[]).is_ok_and(|row| row.get::<_, Option<bool>>(0) == Some(true)) {
             return;

@@ -85,7 +85,7 @@ fn leasing(name: &str, registry: &Cluster, margin: &str, more: &[&str]) -> Clust
 /// started hands out none for its lease, margin and lead).
 fn leased_node_id(cluster: &Cluster) -> i32 {
     let mut db = cluster.connect();
-    let deadline = Instant::now() + Duration::from_secs(40);
+    let deadline = Instant::now() + scaled(Duration::from_secs(40));
     loop {
         let row = db.query_one("SELECT state, node_id, last_error FROM node_lease_status()", &[]).unwrap();
         if row.get::<_, String>(0) == "held" {
@@ -99,7 +99,7 @@ fn leased_node_id(cluster: &Cluster) -> i32 {
 /// The lease's state once the lease worker has answered: its first call made (at most 20 s).
 fn answered_state(cluster: &Cluster) -> String {
     let mut db = cluster.connect();
-    let deadline = Instant::now() + Duration::from_secs(20);
+    let deadline = Instant::now() + scaled(Duration::from_secs(20));
     loop {
         let state: String = db.query_one("SELECT state FROM node_lease_status()", &[]).unwrap().get(0);
         if state != "acquiring" {
@@ -429,7 +429,7 @@ fn two_writers_replicate_into_a_third_without_duplicates() {
     clients.into_iter().for_each(|c| c.join().unwrap());
     let expected = 4 * PER_CLIENT as i64;
     let mut db = subscriber.connect();
-    let deadline = Instant::now() + Duration::from_secs(60);
+    let deadline = Instant::now() + scaled(Duration::from_secs(60));
     loop {
         let row = db.query_one("SELECT count(*), count(DISTINCT id) FROM events", &[]).unwrap();
         let (count, distinct) = (row.get::<_, i64>(0), row.get::<_, i64>(1));
@@ -689,7 +689,7 @@ const LEAD_20S: &str = "pg_idgen.node_lease_max_lead = '20s'";
 /// The node id a server holds a lease of, once it holds `wanted` (within `seconds`).
 fn lease_of(cluster: &Cluster, wanted: i32, seconds: u64) {
     let mut db = cluster.connect();
-    let deadline = Instant::now() + Duration::from_secs(seconds);
+    let deadline = Instant::now() + scaled(Duration::from_secs(seconds));
     loop {
         let row = db.query_one("SELECT state, node_id, last_error FROM node_lease_status()", &[]).unwrap();
         if row.get::<_, String>(0) == "held" && row.get::<_, Option<i32>>(1) == Some(wanted) {
@@ -724,29 +724,85 @@ fn assert_all_above(cluster: &Cluster, earlier: &[i64], later: &[i64], what: &st
     assert!(min_later > max_earlier, "{what}: the later ids start at {min_later}, below the earlier ids' largest, {max_earlier}");
 }
 
-/// Claim: a node registry whose rows are set back (saved, then put back after the holder moved
-/// on, as a restore of an older copy does) never hands a node id out with a floor below an id
-/// its earlier holder made, even when that holder's ids ran ahead of the clock. Server A, with
-/// node id 5, advances its ids 15 s past its clock and makes 300,000 ids; A stops; the registry's
-/// rows are put back as they were before; server B, configured with node id 5, makes 300,000 ids,
-/// every one above every id of A's, none of them one of A's. (0.8.0 gave B the saved row's floor,
-/// below A's ids.)
-#[test]
-fn a_registry_set_back_hands_out_no_floor_below_ids_its_old_holder_made() {
-    let registry = registry_with("setback-registry", &[LEAD_20S]);
-    let a = leasing("setback-a", &registry, "1s", &["pg_idgen.node_id = 5", LEAD_20S]);
+/// Asserts that the registry recorded a reset at `before` (its registry-clock time, as text) or
+/// later (`node_registry_state.reset_at`), and that `ask_again_us`, the time a server without a
+/// lease was told to ask again, is at least the registry's wait of `wait_s` after it.
+fn assert_reset_since(r: &mut Client, before: &str, ask_again_us: i64, wait_s: i64, what: &str) {
+    let row = r
+        .query_one("SELECT reset_at >= $1::text::timestamptz, (extract(epoch FROM reset_at) * 1e6)::bigint FROM node_registry_state", &[&before])
+        .unwrap();
+    assert!(row.get::<_, bool>(0), "{what}: the registry recorded no reset since {before}");
+    let reset_at_us: i64 = row.get(1);
+    assert!(
+        ask_again_us >= reset_at_us + wait_s * 1_000_000,
+        "{what}: the wait ends at {ask_again_us}, before the reset ({reset_at_us}) plus {wait_s} s"
+    );
+}
+
+/// The registry of server A, which holds node id 5, is saved (`save`); A advances its ids 15 s
+/// past its clock, makes 300,000 ids and stops; the registry's rows are put back from what was
+/// saved (`put_back`) while it runs. Asserts what the registry then promises: it records a reset
+/// (`node_registry_state.reset_at` from then on), gives a server that holds no lease no node id for
+/// its lease, margin and lead (3 s + 6 s + 20 s here) but the time to ask again, after A's last
+/// id; and server B, configured with node id 5, then makes 300,000 ids, every one above every id
+/// of A's, none of them one of A's. Returns the registry and B, running.
+fn put_back_registry<S>(name: &str, save: impl FnOnce(&Cluster) -> S, put_back: impl FnOnce(&Cluster, S)) -> (Cluster, Cluster) {
+    let registry = registry_with(&format!("{name}-registry"), &[LEAD_20S]);
+    let a = leasing(&format!("{name}-a"), &registry, "1s", &["pg_idgen.node_id = 5", LEAD_20S]);
     lease_of(&a, 5, 40);
-    let mut r = registry.connect();
-    r.batch_execute("CREATE TABLE saved AS SELECT * FROM node_lease").unwrap();
+    let saved = save(&registry);
     a.connect().batch_execute("SELECT snowflake_advance_past(snowflake_min(clock_timestamp() + interval '15 s'))").unwrap();
     let ids_a = snowflake_ids(&a, 300_000);
+    let largest_a_us: i64 = a
+        .connect()
+        .query_one("SELECT (extract(epoch FROM (id_decode($1::bigint)).ts) * 1e6)::bigint", &[ids_a.iter().max().unwrap()])
+        .unwrap()
+        .get(0);
     a.stop();
-    r.batch_execute("DELETE FROM node_lease; INSERT INTO node_lease SELECT * FROM saved").unwrap();
+    let before: String = registry.connect().query_one("SELECT clock_timestamp()::text", &[]).unwrap().get(0);
+    put_back(&registry, saved);
 
-    let b = leasing("setback-b", &registry, "1s", &["pg_idgen.node_id = 5", LEAD_20S]);
+    let mut r = registry.connect();
+    // Why any answer but the wait fails: past the wait the probe's layout, which is not A's, is refused.
+    let ask_again_us = match probe_take(&mut r, "probe", 3) {
+        Ok((None, ask_again_us)) => ask_again_us,
+        other => panic!("{name}: a server without a lease is not told to wait right after the rows went back: {other:?}"),
+    };
+    assert_reset_since(&mut r, &before, ask_again_us, 29, name);
+    assert!(ask_again_us > largest_a_us, "{name}: the wait ends at {ask_again_us}, below A's largest id, of {largest_a_us}");
+
+    let b = leasing(&format!("{name}-b"), &registry, "1s", &["pg_idgen.node_id = 5", LEAD_20S]);
     lease_of(&b, 5, 60);
+    let floor_us: i64 = r.query_one("SELECT floor_us FROM node_lease WHERE node_id = 5", &[]).unwrap().get(0);
+    assert!(floor_us >= ask_again_us, "{name}: B's floor {floor_us} is below the end of the wait, {ask_again_us}");
     let ids_b = snowflake_ids(&b, 300_000);
-    assert_all_above(&b, &ids_a, &ids_b, "node id 5 after the registry's rows were set back");
+    assert_all_above(&b, &ids_a, &ids_b, &format!("node id 5 after the registry's rows were put back ({name})"));
+    (registry, b)
+}
+
+/// Claim: a node registry whose row is set back by hand while it runs (its columns put back as
+/// they were before the holder moved on, in place: the table's file and its number of rows stay,
+/// only the sum of renewal times goes down) never hands a node id out with a floor below an id
+/// its earlier holder made, even when that holder's ids ran ahead of the clock: it counts a reset,
+/// and gives no node id until its wait is over (`put_back_registry`). (0.8.0 gave B the saved
+/// row's floor, below A's ids.)
+#[test]
+fn a_registry_set_back_hands_out_no_floor_below_ids_its_old_holder_made() {
+    let (registry, b) = put_back_registry(
+        "setback",
+        |registry| registry.connect().batch_execute("CREATE TABLE saved AS SELECT * FROM node_lease").unwrap(),
+        |registry, ()| {
+            registry
+                .connect()
+                .batch_execute(
+                    "UPDATE node_lease AS l SET (expires_at, reusable_at, ids_before_us, floor_us, renewed_at) =
+                            (s.expires_at, s.reusable_at, s.ids_before_us, s.floor_us, s.renewed_at)
+                       FROM saved s WHERE s.node_id = l.node_id",
+                )
+                .unwrap()
+        },
+    );
+    let mut r = registry.connect();
 
     // The bound the wait relies on: no lease for ids further ahead of the registry's clock than
     // the lease and the lead (20 s here), and no advance that far on a leasing server.
@@ -767,6 +823,20 @@ fn a_registry_set_back_hands_out_no_floor_below_ids_its_old_holder_made() {
     assert_eq!(sqlstate(&error), "22023", "{error:?}");
 }
 
+/// Claim: the same holds for a registry restored with `pg_restore --clean` from an older dump of
+/// its database while it runs (`pg_dump -Fc` while A held node id 5, before A's ids moved on): the
+/// extension is dropped and created again and the old rows come back; the registry counts a
+/// reset, gives no node id until its wait is over, and B's ids are all above A's
+/// (`put_back_registry`).
+#[test]
+fn a_registry_restored_from_an_older_dump_hands_out_no_floor_below_ids_made() {
+    put_back_registry(
+        "restore",
+        |registry| registry.dump_with("postgres", &["-Fc"]),
+        |registry, dump| registry.pg_restore(&dump, "postgres", &["--clean", "--if-exists"]),
+    );
+}
+
 /// Claim: the same holds when the registry fails over to a standby that lagged: server A takes
 /// node id 5 while the standby follows, the standby stops (it lags from here), A advances its ids
 /// 15 s past its clock and makes 300,000 ids, A and the registry stop, the standby is promoted
@@ -781,7 +851,7 @@ fn a_registry_failed_over_to_a_lagging_standby_hands_out_no_floor_below_ids_made
     standby.configure(&["shared_preload_libraries = 'pg_idgen'", TTL, REGISTRY_MARGIN, LEAD_20S]);
     standby.start();
     let mut s = standby.connect();
-    let deadline = Instant::now() + Duration::from_secs(20);
+    let deadline = Instant::now() + scaled(Duration::from_secs(20));
     while s.query_one("SELECT count(*) FROM node_lease WHERE node_id = 5", &[]).unwrap().get::<_, i64>(0) == 0 {
         assert!(Instant::now() < deadline, "the standby did not replay the lease");
         thread::sleep(Duration::from_millis(100));
@@ -856,7 +926,7 @@ fn probe_take(db: &mut Client, holder: &str, ahead_s: i64) -> Result<(Option<i32
 
 /// The node id `holder` takes once the registry's wait is over (within `seconds`).
 fn take_after_the_wait(db: &mut Client, holder: &str, seconds: u64) -> i32 {
-    let deadline = Instant::now() + Duration::from_secs(seconds);
+    let deadline = Instant::now() + scaled(Duration::from_secs(seconds));
     loop {
         if let (Some(node_id), _) = probe_take(db, holder, 3).unwrap() {
             return node_id;
@@ -869,7 +939,9 @@ fn take_after_the_wait(db: &mut Client, holder: &str, seconds: u64) -> i32 {
 /// Claim: a registry counts as reset, and then gives no node id to a server that holds none for
 /// its lease, margin and lead: after a holder's renewal finds its row older than what the registry
 /// confirmed to it (the row set back in a way the table's bookkeeping does not show); in a
-/// database copied from the registry's (CREATE DATABASE … TEMPLATE); and after a start of its
+/// database copied from the registry's (CREATE DATABASE … TEMPLATE); after node_lease changed under
+/// it while it runs, each way alone: another file (VACUUM FULL), more rows, fewer rows, a renewal
+/// time set back (the sum of renewal times went down); and after a start of its
 /// server with the clock 2 minutes behind, when its wait runs from the latest renewal its rows
 /// show, not from the slow clock. (0.8.0 handed out node ids at once in the first two cases, and
 /// reckoned the third from the slow clock.)
@@ -895,6 +967,28 @@ fn a_registry_counts_its_start_a_copied_database_and_a_holders_evidence_as_reset
     assert_eq!(probe_take(&mut registry.connect_to("copied"), "h4", 3).unwrap().0, None, "no node id in a copy of the registry's database");
     let mut r = registry.connect_to("ids");
     assert!(probe_take(&mut r, "h5", 3).unwrap().0.is_some(), "the registry itself goes on");
+
+    // node_lease changed under the running registry, each change alone: the registry records a
+    // reset (its wait begins anew) and gives a server that holds none no node id, only the time
+    // to ask again, its lease, margin and lead after the reset.
+    for (change, sql) in [
+        ("another file", "VACUUM FULL node_lease"),
+        (
+            "more rows",
+            // Why renewed at the epoch: the row adds nothing to the sum of renewal times.
+            "INSERT INTO node_lease SELECT node_id + 100, 'by hand', holder_name, layout, fixed, expires_at, reusable_at, ids_before_us,
+                                           floor_us, acquired_at, 'epoch'
+               FROM node_lease WHERE holder = 'h5'",
+        ),
+        ("fewer rows", "DELETE FROM node_lease WHERE holder = 'by hand'"),
+        ("renewal times that went back", "UPDATE node_lease SET renewed_at = renewed_at - interval '1 min' WHERE holder = 'h5'"),
+    ] {
+        let before: String = r.query_one("SELECT clock_timestamp()::text", &[]).unwrap().get(0);
+        r.batch_execute(sql).unwrap();
+        let (node_id, ask_again_us) = probe_take(&mut r, "h7", 3).unwrap();
+        assert_eq!(node_id, None, "{change}: a node id for a server that holds none");
+        assert_reset_since(&mut r, &before, ask_again_us, 16, change);
+    }
 
     // A start with the clock behind: the wait runs from the latest renewal the rows show.
     let latest_us: i64 = r.query_one("SELECT (extract(epoch FROM max(renewed_at)) * 1e6)::bigint FROM node_lease", &[]).unwrap().get(0);
@@ -973,34 +1067,56 @@ fn a_worker_waiting_on_a_frozen_authority_does_not_hold_up_drop_database() {
     }
 }
 
+/// The hung registry test's lease: long beside its `pg_idgen.remote_timeout` (1 s), so that a call
+/// abandoned at the timeout ends well before one held to the lease's end would.
+const TTL_12S: &str = "pg_idgen.node_lease_ttl = '12s'";
+
 /// Claim: a registry that hangs (frozen with SIGSTOP) holds no call of a server's lease worker past
-/// `pg_idgen.remote_timeout` (1 s here): the worker abandons the renewal and says it timed out
-/// (`node_lease_status().last_error`); the server makes no id once its lease could have run out
-/// (3 s) and refuses with 55000; the registry thawed, the server leases again and makes ids above
-/// every earlier one.
+/// `pg_idgen.remote_timeout` (1 s here, beside a 12 s lease renewed every 4 s): the worker abandons
+/// the renewal and says it timed out (`node_lease_status().last_error`) while the lease still has
+/// more than 6 s to run (a renewal sent 4 s into a 12 s lease and held to the lease's end would
+/// end 8 s after it was sent), within 1 s of the timeout (on a machine running this suite alone);
+/// the server makes no id once its lease could have run out and refuses with 55000; the registry
+/// thawed, the server leases again and makes ids above every earlier one.
 #[test]
 fn a_hung_registry_call_is_abandoned_after_the_remote_timeout() {
-    let registry = registry("hung-registry");
-    let server = leasing("hung-server", &registry, "2s", &["pg_idgen.remote_timeout = '1s'"]);
+    let registry = registry_with("hung-registry", &[TTL_12S]);
+    let server = leasing("hung-server", &registry, "2s", &[TTL_12S, "pg_idgen.remote_timeout = '1s'"]);
     leased_node_id(&server);
     let mut db = server.connect();
     let before: i64 = db.query_one("SELECT max(snowflake_next()) FROM generate_series(1, 1000)", &[]).unwrap().get(0);
     let frozen = freeze(&registry);
     let frozen_at = Instant::now();
-    let deadline = frozen_at + scaled(Duration::from_secs(15));
-    loop {
-        let last_error: Option<String> = db.query_one("SELECT last_error FROM node_lease_status()", &[]).unwrap().get(0);
+    let deadline = frozen_at + scaled(Duration::from_secs(20));
+    let (lease_end, left) = loop {
+        let row = db.query_one("SELECT last_error, state, expires_in_ms FROM node_lease_status()", &[]).unwrap();
+        let seen = Instant::now();
+        let last_error: Option<String> = row.get(0);
         if last_error.as_deref().is_some_and(|e| e.contains("timed out")) {
-            break;
+            assert_eq!(row.get::<_, String>(1), "held", "the lease ended before the call was abandoned: {last_error:?}");
+            // The end as late as the row allows: it was read before `seen`, its milliseconds cut.
+            let left = Duration::from_millis(row.get::<_, i64>(2) as u64);
+            break (seen + left + Duration::from_millis(1), left);
         }
         assert!(Instant::now() < deadline, "no call timed out {:?} after the registry hung: {last_error:?}", frozen_at.elapsed());
-        thread::sleep(Duration::from_millis(50));
-    }
+        thread::sleep(Duration::from_millis(20));
+    };
+    // The call that timed out was sent a third of the lease after the last renewal that was
+    // answered, so 8 s before the lease's end; seen with `left` of it to run, it took at most
+    // 8 s - `left`.
+    let took_at_most = Duration::from_secs(8).saturating_sub(left);
+    assert!(left > Duration::ZERO, "the call ended at the lease's end, not at the remote timeout");
+    assert!(
+        took_at_most < Duration::from_secs(1) + scaled(Duration::from_secs(1)),
+        "the abandoned call was seen {took_at_most:?} after it was sent (remote_timeout 1 s)"
+    );
     let error = loop {
         // Why the time before the call: its id was made no earlier (see the outage test).
-        let sent = frozen_at.elapsed();
+        let sent = Instant::now();
         match db.query_one("SELECT snowflake_next()", &[]) {
-            Ok(_) => assert!(sent < Duration::from_secs(6), "an id was made {sent:?} or later after the registry hung (lease 3 s)"),
+            // Why 2 ms more: the lease caps ids at the first tick (1 ms) from the generator clock
+            // read just after the renewal was sent, plus the lease: up to a tick past its end.
+            Ok(_) => assert!(sent < lease_end + Duration::from_millis(2), "an id was made {:?} after the lease's end", sent - lease_end),
             Err(error) => break error,
         }
         thread::sleep(Duration::from_millis(5));
@@ -1017,4 +1133,123 @@ fn a_hung_registry_call_is_abandoned_after_the_remote_timeout() {
         thread::sleep(Duration::from_millis(100));
     };
     assert!(after > before, "the id after the thaw ({after}) is above the ids before ({before})");
+}
+
+/// Claim: a lease worker whose calls hang (the registry frozen with SIGSTOP; each call is abandoned
+/// after `pg_idgen.remote_timeout`, 1 s, and made again) stops when told to: sent SIGTERM three
+/// times, another lease worker runs within seconds each time, and a fast shutdown of its server
+/// ends within seconds. (A worker whose call swallowed the signal would run on, never replaced,
+/// and hold the shutdown up for good.)
+#[test]
+fn a_lease_worker_told_to_stop_during_hung_calls_stops() {
+    let registry = registry("stop-registry");
+    let server = leasing("stop-server", &registry, "2s", &["pg_idgen.remote_timeout = '1s'"]);
+    leased_node_id(&server);
+    let mut db = server.connect();
+    let lease_worker = |db: &mut Client| -> Option<i32> { db.query_one("SELECT worker_pid FROM node_lease_status()", &[]).unwrap().get(0) };
+    let frozen = freeze(&registry);
+    // Calls that time out: the worker makes one after another, each up to 1 s and 1 s apart; a
+    // new worker makes its first at once.
+    let deadline = Instant::now() + scaled(Duration::from_secs(15));
+    while db.query_one("SELECT failures_in_a_row FROM node_lease_status()", &[]).unwrap().get::<_, i64>(0) < 1 {
+        assert!(Instant::now() < deadline, "the lease worker's calls did not fail with the registry frozen");
+        thread::sleep(Duration::from_millis(50));
+    }
+    for round in 1..=3 {
+        let old = lease_worker(&mut db).expect("a lease worker runs");
+        // Why kill: pg_terminate_backend() refuses a worker without a database connection.
+        let killed = std::process::Command::new("kill").args(["-TERM", &old.to_string()]).status().unwrap();
+        assert!(killed.success(), "kill -TERM {old}");
+        let deadline = Instant::now() + scaled(Duration::from_secs(10));
+        while lease_worker(&mut db).is_none_or(|pid| pid == old) {
+            assert!(Instant::now() < deadline, "round {round}: no new lease worker; the server's log:\n{}", server.log());
+            thread::sleep(Duration::from_millis(50));
+        }
+    }
+    drop(db);
+    let took = server.stop_fast_within(Duration::from_secs(20)).unwrap_or_else(|e| panic!("a fast shutdown: {e}\n{}", server.log()));
+    assert!(took < scaled(Duration::from_secs(10)), "the fast shutdown took {took:?}");
+    drop(frozen);
+}
+
+/// The early renewal test's server: ids of 10 ms ticks, 256 a tick (a block 6 s long is 153,600
+/// ids), which may run 6 s ahead of the clock, beside a 6 s lease renewed every 2 s; a call waits
+/// for the lease at most `pg_idgen.max_clock_wait`, 1 s.
+const EARLY_RENEWAL: [&str; 6] = [
+    "pg_idgen.layout = 'sonyflake'",
+    "pg_idgen.node_lease_ttl = '6s'",
+    "pg_idgen.node_lease_max_lead = '24s'",
+    "pg_idgen.max_clock_borrow = '6s'",
+    "pg_idgen.clock_reserve = '12s'",
+    "pg_idgen.max_clock_wait = '1s'",
+];
+
+/// Claim: a block of snowflake ids (`snowflake_next_range`) that reaches past the lease's end
+/// while the lease lasts makes the call wait for an early renewal, not fail. With a 6 s lease
+/// renewed every 2 s, a block asked for 0.4 s to 0.8 s after a renewal and reaching 6.2 s past it
+/// (past the end that renewal gave the lease, 6 s after it was sent) succeeds, although the next
+/// regular renewal is more than `pg_idgen.max_clock_wait` (1 s) away: a renewal came after the
+/// call began, and the block's last id is past the lease's end as it stood then. Its ids are
+/// unique and above every earlier id.
+#[test]
+fn a_block_past_the_leases_end_waits_for_an_early_renewal() {
+    let registry = registry_with("early-registry", &EARLY_RENEWAL[1..3]);
+    let mut settings = EARLY_RENEWAL.to_vec();
+    settings.push("pg_idgen.node_id = 3");
+    let server = leasing("early-server", &registry, "1s", &settings);
+    lease_of(&server, 3, 60);
+    let mut db = server.connect();
+    db.batch_execute(
+        "CREATE TABLE made (attempt int NOT NULL, id bigint NOT NULL);
+         INSERT INTO made SELECT 0, snowflake_next() FROM generate_series(1, 1000)",
+    )
+    .unwrap();
+    let deadline = Instant::now() + scaled(Duration::from_secs(90));
+    let until = |db: &mut Client, condition: &str, what: &str| {
+        while !db.query_one(condition, &[]).unwrap().get::<_, bool>(0) {
+            assert!(Instant::now() < deadline, "{what} within 90 s");
+            thread::sleep(Duration::from_millis(5));
+        }
+    };
+    for attempt in 1.. {
+        // Why ids no longer ahead of the clock (an earlier attempt's block is): a renewal then
+        // ends the lease 6 s after it was sent, not 6 s after the last id.
+        until(&mut db, "SELECT (id_decode(max(id))).ts < clock_timestamp() FROM made", "the ids made are in the past");
+        let renewed: String = db.query_one("SELECT renewed_at::text FROM node_lease_status()", &[]).unwrap().get(0);
+        let renewal = format!("SELECT renewed_at > '{renewed}' FROM node_lease_status()");
+        until(&mut db, &renewal, "a renewal");
+        until(&mut db, "SELECT clock_timestamp() >= renewed_at + interval '0.4 s' FROM node_lease_status()", "0.4 s after the renewal");
+        let row = db
+            .query_one(
+                "WITH t AS MATERIALIZED (SELECT clock_timestamp() AS began, renewed_at FROM node_lease_status()),
+                      block AS (INSERT INTO made (attempt, id)
+                                SELECT $1::int, b.id
+                                  FROM t, snowflake_next_range(GREATEST(1, LEAST(150000,
+                                          ceil(extract(epoch FROM t.renewed_at + interval '6.2 s' - t.began) * 25600)))::bigint) AS b(id)
+                                RETURNING id)
+                 SELECT t.began::text, t.began - t.renewed_at BETWEEN interval '0.4 s' AND interval '0.8 s',
+                        (SELECT (id_decode(max(id))).ts FROM block) > t.renewed_at + interval '6 s'
+                   FROM t",
+                &[&attempt],
+            )
+            .unwrap_or_else(|error| panic!("attempt {attempt}: the block failed: {error:?}"));
+        let (began, in_time, past_the_end): (String, bool, bool) = (row.get(0), row.get(1), row.get(2));
+        let row = db
+            .query_one(
+                "SELECT count(*) = count(DISTINCT id),
+                        (SELECT min(id) FROM made WHERE attempt = $1) > (SELECT max(id) FROM made WHERE attempt < $1),
+                        (SELECT renewed_at > $2::text::timestamptz FROM node_lease_status())
+                   FROM made",
+                &[&attempt, &began],
+            )
+            .unwrap();
+        assert!(row.get::<_, bool>(0), "attempt {attempt}: an id made twice");
+        assert!(row.get::<_, bool>(1), "attempt {attempt}: the block's ids are not all above the earlier ids");
+        if in_time {
+            assert!(past_the_end, "attempt {attempt}: the block did not reach past the lease's end");
+            assert!(row.get::<_, bool>(2), "attempt {attempt}: no renewal after the call began ({began})");
+            break;
+        }
+        assert!(Instant::now() < deadline, "no block was asked for 0.4 s to 0.8 s after a renewal within 90 s ({attempt} attempts)");
+    }
 }

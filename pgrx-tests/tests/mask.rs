@@ -413,7 +413,7 @@ fn keys_that_arrive_by_logical_replication_are_seen_by_every_backend() {
         ))
         .unwrap();
     let rows_arrived = |admin: &mut Client, rows: i64| {
-        let deadline = Instant::now() + Duration::from_secs(60);
+        let deadline = Instant::now() + scaled(Duration::from_secs(60));
         while admin.query_one("SELECT count(*) FROM idgen_internal.mask_key", &[]).unwrap().get::<_, i64>(0) < rows {
             assert!(Instant::now() < deadline, "the key rows did not arrive");
             std::thread::sleep(Duration::from_millis(100));
@@ -427,7 +427,7 @@ fn keys_that_arrive_by_logical_replication_are_seen_by_every_backend() {
     let new_number: String = p.query_one("SELECT id_mask_base32(42)", &[]).unwrap().get(0);
     rows_arrived(&mut admin, 2);
     // The row is visible a moment before the apply's invalidation is sent: allow a few seconds.
-    let deadline = Instant::now() + Duration::from_secs(5);
+    let deadline = Instant::now() + scaled(Duration::from_secs(5));
     while current_version(&mut reader) != "2" {
         assert!(Instant::now() < deadline, "the backend kept masking with version 1 after version 2 arrived");
         std::thread::sleep(Duration::from_millis(100));

@@ -322,7 +322,7 @@ fn a_standby_that_cannot_write_a_mark_stops_rather_than_forget_it() {
     chmod(&copy_dir, "0555");
     // Long enough for the primary to move its marks (every half clock_reserve) twice.
     taken.extend(Load::start(&primary, 1, 0).stop_after(Duration::from_millis(6000)));
-    let deadline = Instant::now() + Duration::from_secs(30);
+    let deadline = Instant::now() + scaled(Duration::from_secs(30));
     while standby.data_file("postmaster.pid").exists() && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(200));
     }
@@ -335,7 +335,7 @@ fn a_standby_that_cannot_write_a_mark_stops_rather_than_forget_it() {
     taken.extend(take(&primary, 0));
     let primary_lsn: String = primary.connect().query_one("SELECT pg_current_wal_lsn()::text", &[]).unwrap().get(0);
     let mut replica = standby.connect();
-    let deadline = Instant::now() + Duration::from_secs(30);
+    let deadline = Instant::now() + scaled(Duration::from_secs(30));
     while !replica.query_one("SELECT pg_last_wal_replay_lsn() >= $1::text::pg_lsn", &[&primary_lsn]).unwrap().get::<_, bool>(0) {
         assert!(Instant::now() < deadline, "the standby did not catch up");
         std::thread::sleep(Duration::from_millis(100));

@@ -384,7 +384,7 @@ fn a_schema_renamed_while_a_conversion_waits_never_runs_the_owners_code() {
             ))
             .map_err(|e| format!("{e:?}"))
     });
-    let deadline = Instant::now() + Duration::from_secs(20);
+    let deadline = Instant::now() + scaled(Duration::from_secs(20));
     loop {
         let waiting: i64 = postgres
             .query_one("SELECT count(*) FROM pg_catalog.pg_locks WHERE relation = $1 AND NOT granted", &[&postgres::types::Oid::from(orders)])

@@ -350,7 +350,7 @@ fn asynchronous_commit_loses_no_raise_in_a_crash() {
 fn wait_for_replay(primary: &Cluster, standby: &Cluster) {
     let lsn: String = primary.connect().query_one("SELECT pg_current_wal_lsn()::text", &[]).unwrap().get(0);
     let mut db = standby.connect();
-    let deadline = Instant::now() + Duration::from_secs(30);
+    let deadline = Instant::now() + scaled(Duration::from_secs(30));
     while !db.query_one("SELECT pg_last_wal_replay_lsn() >= $1::text::pg_lsn", &[&lsn]).unwrap().get::<_, bool>(0) {
         assert!(Instant::now() < deadline, "the standby did not replay up to {lsn} in 30 s");
         thread::sleep(Duration::from_millis(50));
@@ -852,4 +852,76 @@ fn a_locked_section_row_makes_its_keys_wait_then_fail_with_55p03() {
         thread::sleep(Duration::from_millis(100));
     };
     assert!(next > last, "the key goes on above its numbers ({next} after {last})");
+}
+
+/// Claim: with the smallest cache `pg_idgen.seq_cache_sections` allows (1: one section) and the
+/// worker unable to load a section (`seq_section` locked in SHARE mode, so each load's write
+/// gives up after the worker's lock_timeout), 6 clients calling 6 keys of 6 sections at once all
+/// fail after waiting at least `pg_idgen.segment_wait_timeout`: the one or two whose key the
+/// section is being loaded for with 55P03 (the worker could not raise it in time), and every other
+/// one with 53400, `no section of the cache was free for sequence space "s" in time`, its hint
+/// naming `pg_idgen.seq_cache_sections`. Why at most two 55P03: a load taken longer ago than the
+/// timeout may be evicted, once, and the evicting call then holds the section past every other
+/// call's deadline. Once the lock is gone, every key gets numbers again, the one section serving
+/// them in turn: each key's second number, taken after the other keys' sections evicted its own,
+/// is above its first.
+#[test]
+fn a_cache_too_small_for_the_keys_loaded_at_once_fails_with_53400() {
+    const CLIENTS: i64 = 6;
+    let timeout = scaled(Duration::from_secs(3));
+    let cluster =
+        seq_cluster("seq-cache-full", &["pg_idgen.seq_cache_sections = 1", &format!("pg_idgen.segment_wait_timeout = {}", timeout.as_millis())]);
+    let mut db = cluster.connect();
+    db.batch_execute("SELECT seq_space_create('s', section_keys => 1)").unwrap();
+    let mut locker = cluster.connect();
+    locker.batch_execute("BEGIN; LOCK TABLE seq_section IN SHARE MODE").unwrap();
+    let start = Arc::new(std::sync::Barrier::new(CLIENTS as usize));
+    let clients: Vec<_> = (1..=CLIENTS)
+        .map(|key| {
+            let (mut db, start) = (cluster.connect(), start.clone());
+            thread::spawn(move || {
+                start.wait();
+                let sent = Instant::now();
+                let result = db.query_one("SELECT seq_next('s', $1::bigint)", &[&key]);
+                (key, result.map(|row| row.get::<_, i64>(0)), sent.elapsed())
+            })
+        })
+        .collect();
+    let mut cache_full = 0;
+    for client in clients {
+        let (key, result, waited) = client.join().unwrap();
+        let error = match result {
+            Ok(n) => panic!("key {key} got number {n} while no section could be loaded"),
+            Err(error) => error,
+        };
+        assert!(waited >= timeout, "key {key}: failed after {waited:?}, before pg_idgen.segment_wait_timeout ({timeout:?})");
+        let db_error = error.as_db_error().unwrap_or_else(|| panic!("key {key}: {error:?}"));
+        match db_error.code().code() {
+            "53400" => {
+                assert_eq!(db_error.message(), "no section of the cache was free for sequence space \"s\" in time", "key {key}");
+                let hint = db_error.hint().unwrap_or_default();
+                assert!(hint.contains("pg_idgen.seq_cache_sections"), "key {key}: hint {hint:?}");
+                cache_full += 1;
+            }
+            "55P03" => assert!(db_error.message().ends_with("the worker could not raise its section in time"), "key {key}: {db_error:?}"),
+            _ => panic!("key {key}: {db_error:?}"),
+        }
+    }
+    assert!(cache_full >= CLIENTS - 2, "{cache_full} of {CLIENTS} calls found no free section (53400)");
+    locker.batch_execute("COMMIT").unwrap();
+    let deadline = Instant::now() + scaled(Duration::from_secs(20));
+    let first: Vec<i64> = (1..=CLIENTS)
+        .map(|key| loop {
+            match db.query_one("SELECT seq_next('s', $1::bigint)", &[&key]) {
+                Ok(row) => break row.get(0),
+                Err(error) => assert!(Instant::now() < deadline, "key {key}: no number after the lock was gone: {error:?}"),
+            }
+            thread::sleep(Duration::from_millis(100));
+        })
+        .collect();
+    for (key, first) in (1..=CLIENTS).zip(first) {
+        assert!(first >= 1, "key {key}: {first}");
+        let second = next(&mut db, "s", key);
+        assert!(second > first, "key {key}: {second} after {first}, its section evicted and loaded again in between");
+    }
 }

@@ -64,7 +64,7 @@ pub extern "C-unwind" fn pg_idgen_lease_worker_main(_arg: pg_sys::Datum) {
     let mut worker = LeaseWorker::new(config, lease);
     loop {
         worker.look();
-        if !BackgroundWorker::wait_latch(Some(worker.sleep())) {
+        if !crate::sigterm::wait_latch(worker.sleep()) {
             break;
         }
         if BackgroundWorker::sighup_received() {
@@ -184,7 +184,7 @@ impl LeaseWorker {
             }
         }
         let deadline = Instant::now() + Duration::from_micros(timeout_us as u64);
-        let stop = || BackgroundWorker::sigterm_received();
+        let stop = crate::sigterm::received;
         if self.connection.is_none() {
             let connection = Connection::open(&self.lease.registry, "pg_idgen lease", None, deadline, &stop)?;
             remote::pin_session(&connection, self.lease.remote_timeout_ms, deadline, &stop)?;

@@ -15,7 +15,7 @@
 use std::ffi::CStr;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicPtr, AtomicU32, AtomicU64, Ordering};
 
-use pgrx::bgworkers::{BackgroundWorker, BackgroundWorkerBuilder};
+use pgrx::bgworkers::BackgroundWorkerBuilder;
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 
@@ -212,7 +212,7 @@ std::thread_local! {
 /// Whether this worker must stop at once: SIGTERM, or its database is being dropped. Remote calls
 /// check it every 100 ms (and while a host name is looked up), and services between requests.
 pub fn told_to_stop() -> bool {
-    BackgroundWorker::sigterm_received() || MY_ENTRY.get().is_some_and(|entry| entry.stop_wanted.load(Ordering::Acquire))
+    crate::sigterm::received() || MY_ENTRY.get().is_some_and(|entry| entry.stop_wanted.load(Ordering::Acquire))
 }
 
 /// Called in the backend that drops a database (`stop` true), before it waits for the database's

@@ -117,7 +117,7 @@ fn serve(services: &[&dyn Service], database: &str, idle_exit: Option<Duration>)
         if idle_exit.is_some_and(|idle| busy_at.elapsed() >= idle) || told_to_stop() {
             break;
         }
-        if !BackgroundWorker::wait_latch(Some(IDLE_WAKEUP)) {
+        if !crate::sigterm::wait_latch(IDLE_WAKEUP) {
             break;
         }
         if BackgroundWorker::sighup_received() {

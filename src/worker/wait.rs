@@ -20,9 +20,11 @@ impl Deadline {
         Deadline(None)
     }
 
-    /// The deadline (monotonic ms), set at the first ask.
+    /// The deadline (monotonic ms), set at the first ask. Why the 1 ms more: the clock is read in
+    /// whole milliseconds, cut off, so the wait began up to 1 ms after its reading; the wait is never
+    /// shorter than the timeout.
     pub fn ms(&mut self) -> i64 {
-        *self.0.get_or_insert_with(|| clock::monotonic_millis() + settings::config().segments.wait_timeout_ms as i64)
+        *self.0.get_or_insert_with(|| clock::monotonic_millis() + settings::config().segments.wait_timeout_ms as i64 + 1)
     }
 }
 
@@ -101,7 +103,12 @@ pub fn no_numbers_in_time(awaited: &Awaited, name: &[u8], while_running: impl Fn
             PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
             format!("{subject}, and the pg_idgen worker is not running"),
             Some(format!("The call waited pg_idgen.segment_wait_timeout ({timeout_ms} ms) for the worker to {}.", awaited.work)),
-            Some("A worker starts again by itself (pg_idgen.database's within a second, another database's at the next call); the server log says why it stopped."),
+            // Why the log line of the start too: a server whose max_worker_processes has no slot
+            // left for the worker of pg_idgen.database never starts it.
+            Some(
+                "The worker of pg_idgen.database starts again a second after it stops, another database's at the next call; the server log says why \
+                 it is not running (\"too many background workers\" at the server's start: raise max_worker_processes).",
+            ),
         ),
         Ok(true) => {}
     }
