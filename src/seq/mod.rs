@@ -87,6 +87,8 @@
 mod cache;
 mod databases;
 mod fill;
+mod leased;
+mod mirror;
 mod mix;
 mod next;
 mod raise;
@@ -94,11 +96,13 @@ mod recent;
 mod served;
 mod spaces;
 mod status;
+mod store;
 mod text_key;
 mod wanted;
 
 pub use cache::CACHE;
 pub use databases::DATABASES;
+pub use leased::LEASES;
 pub use raise::SECTIONS;
 pub use served::SERVED;
 pub use wanted::WANTED;

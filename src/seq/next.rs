@@ -14,9 +14,9 @@ use super::cache::{self, header, sections, Section, SectionId, DROPPED, LOADING,
 use super::recent::Recent;
 use super::spaces::{space_inserted_here, space_row, Space, CREATE_SPACE, SPACE};
 use super::text_key::{require_deterministic_argument, secret_missing};
-use super::{served, wanted};
+use super::{leased, mirror, served, wanted};
 use crate::seqlock::Seqlock;
-use crate::tables::{display, TextBytes};
+use crate::tables::{self, display, TextBytes};
 use crate::worker::wait::{self, Awaited, Deadline};
 use crate::{errors, settings, shmem, worker};
 
@@ -151,6 +151,12 @@ pub(super) fn next(space: &[u8], key: Key) -> i64 {
             // Why below bigint's end: at it, the counter wraps to a negative number.
             if !(0..i64::MAX).contains(&previous) {
                 exhausted(space, key);
+            }
+            if leased::lease_ended(ready.section) {
+                // The number is a gap: after the lease's end here, another server may serve the
+                // section (above every number served here); wait for a renewal, or for it to go.
+                wait_for_lease(&ready, space, &mut deadline);
+                continue;
             }
             let number = previous + 1;
             // At most the prefetch point: below a limit published before it.
@@ -297,7 +303,7 @@ fn load_section(space: &[u8], key: Key, database: u32, deadline: &mut Deadline, 
     let mut retook = false;
     loop {
         pgrx::check_for_interrupts!();
-        let info = space_row(space, deadline.ms());
+        let info = find_space(space, deadline);
         let number = remember(space, info);
         let Some(info) = info else { SPACE.unknown(space, "It is not in seq_space.", Some(CREATE_SPACE)) };
         let key = key.in_space(&info).unwrap_or_else(|| secret_missing(space));
@@ -340,6 +346,27 @@ fn load_section(space: &[u8], key: Key, database: u32, deadline: &mut Deadline, 
     }
 }
 
+/// The space's row. With a segment authority, the worker's copy of the authority's space, read
+/// as it is now (the copy may be newer than the statement); a space not copied yet is asked for.
+fn find_space(space: &[u8], deadline: &mut Deadline) -> Option<Space> {
+    if !leased::leased() {
+        return space_row(space, deadline.ms());
+    }
+    let ms = deadline.ms();
+    tables::with_latest_snapshot(|| space_row(space, ms)).or_else(|| {
+        mirror::ask_and_wait(space, deadline);
+        tables::with_latest_snapshot(|| space_row(space, ms))
+    })
+}
+
+/// Waits until the section's lease is renewed (or the section retired: it went to another server).
+#[cold]
+fn wait_for_lease(ready: &Ready, space: &[u8], deadline: &mut Deadline) {
+    let section = ready.section;
+    header().waits.fetch_add(1, Ordering::Relaxed);
+    wait_until(Some((section, ready.way, ready.version)), deadline, space, || !leased::lease_ended(section));
+}
+
 /// Asks the worker to raise the section (prefetch, or a waiting call).
 fn ask_for_raise(section: &Section, way: usize) {
     if !section.want_raise.swap(true, Ordering::AcqRel) {
@@ -376,15 +403,15 @@ fn wait_until(section: Option<(&Section, usize, u64)>, deadline: &mut Deadline, 
         }
         worker::wake();
     };
-    wait::until(deadline, ready, ask, || no_numbers_in_time(space, section.is_none()));
+    wait::until(deadline, ready, ask, || no_numbers_in_time(space, section.map(|(_, way, _)| way)));
 }
 
 /// What the calls of per-key sequences wait for, in the words of their errors.
 const SECTIONS: Awaited = Awaited { kind: "sequence space", numbers: "ready", work: "raise a section", failed: "raise its section" };
 
 #[cold]
-fn no_numbers_in_time(space: &[u8], cache_full: bool) {
-    if cache_full {
+fn no_numbers_in_time(space: &[u8], way: Option<usize>) {
+    if way.is_none() {
         errors::raise(
             PgSqlErrorCode::ERRCODE_CONFIGURATION_LIMIT_EXCEEDED,
             format!("no section of the cache was free for {} in time", SPACE.quoted(space)),
@@ -395,10 +422,37 @@ fn no_numbers_in_time(space: &[u8], cache_full: bool) {
             Some("Raise pg_idgen.seq_cache_sections and restart the server."),
         )
     }
+    let authority = |subject: String| {
+        if !leased::leased() {
+            return;
+        }
+        let timeout_ms = settings::config().segments.wait_timeout_ms;
+        if let Some(holder) = way.and_then(leased::holder_of) {
+            errors::raise(
+                PgSqlErrorCode::ERRCODE_OBJECT_IN_USE,
+                format!("{subject}: another server serves the key's section: {holder}"),
+                Some(format!(
+                    "The segment authority leases each section to one server at a time; the call waited pg_idgen.segment_wait_timeout ({timeout_ms} ms) for it to be given up."
+                )),
+                Some("Send the calls of a key to one server (route by key); a section no call uses for pg_idgen.seq_lease_ttl is given up, and moves."),
+            )
+        }
+        let status = crate::remote::authority();
+        if !status.reachable() {
+            errors::raise(
+                PgSqlErrorCode::ERRCODE_CONNECTION_FAILURE,
+                format!("{subject}, and the segment authority (pg_idgen.segment_authority) did not answer in time"),
+                Some(format!(
+                    "The call waited pg_idgen.segment_wait_timeout ({timeout_ms} ms); the authority did not answer the worker's last call."
+                )),
+                Some("Calls succeed again as soon as the authority answers; segment_authority_status() and the server log say why it does not."),
+            )
+        }
+    };
     wait::no_numbers_in_time(
         &SECTIONS,
         space,
-        |_| {},
+        authority,
         "The worker raises sections by updating seq_section, which may be locked; the server log says why it could not.",
         "Look for sessions holding locks on seq_section or seq_space (pg_locks), and at the server log.",
     )

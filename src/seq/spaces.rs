@@ -102,6 +102,7 @@ fn seq_space_create(
     };
     let space = space.0;
     SPACE.check(space);
+    refuse_with_authority("seq_space_create()");
     if step < 1 {
         errors::raise(
             PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
@@ -187,6 +188,7 @@ fn seq_space_drop(space: Option<TextBytes>) {
         errors::raise(PgSqlErrorCode::ERRCODE_NULL_VALUE_NOT_ALLOWED, "seq_space_drop: space must not be NULL".into(), None, None)
     };
     SPACE.check(space.0);
+    refuse_with_authority("seq_space_drop()");
     // Why: under REPEATABLE READ the DELETE of the sections would not see a section the worker
     // inserted after this transaction's snapshot, and a space created again under the name would
     // continue from that row.
@@ -199,7 +201,7 @@ fn seq_space_drop(space: Option<TextBytes>) {
             None,
         );
     }
-    let (spaces, sections) = require_tables();
+    let (spaces, _) = require_tables();
     tables::as_own(&DROPPING, || {
         // The space's row first: its lock keeps the worker from raising (and inserting) sections of
         // it until this transaction ends.
@@ -214,22 +216,58 @@ fn seq_space_drop(space: Option<TextBytes>) {
         if deleted != Some(true) {
             SPACE.unknown(space.0, "It is not in seq_space.", None);
         }
-        run_or_raise(&[("{sections}", sections)], delete, "DELETE FROM ONLY {sections} WHERE space OPERATOR(pg_catalog.=) $1", |sql| {
-            Spi::run_with_args(sql, &[tables::text_arg(space.0)])
-        });
-        // Its secret, as the tables' owner (as seq_space_create() made it): the space's row went with
-        // the caller's rights.
-        if let Some(secrets) = tables::extension_table_oid(SECRET_TABLE) {
-            run_or_raise(
-                &[("{secrets}", secrets)],
-                Run::ChangeAsOwner { events: pg_sys::TRIGGER_TYPE_DELETE },
-                "DELETE FROM ONLY {secrets} WHERE space OPERATOR(pg_catalog.=) $1",
-                |sql| Spi::run_with_args(sql, &[tables::text_arg(space.0)]),
-            );
-        }
+        delete_sections_and_secret(space.0, delete)
+            .unwrap_or_else(|message| errors::raise(PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE, message, None, None));
         // SAFETY: this backend's database.
         retire_database(unsafe { pg_sys::MyDatabaseId });
     })
+}
+
+/// Deletes a space's sections and its secret (its own row deleted first, with the caller's rights
+/// or the worker's), the secret as the tables' owner (as `seq_space_create()` made it).
+fn delete_sections_and_secret(space: &[u8], delete: Run) -> Result<(), String> {
+    let (_, sections) = require_tables();
+    tables::run_on_tables(&[("{sections}", sections)], delete, "DELETE FROM ONLY {sections} WHERE space OPERATOR(pg_catalog.=) $1", |sql| {
+        Spi::run_with_args(sql, &[tables::text_arg(space)])
+    })?
+    .map_err(|e| e.to_string())?;
+    if let Some(secrets) = tables::extension_table_oid(SECRET_TABLE) {
+        tables::run_on_tables(
+            &[("{secrets}", secrets)],
+            Run::ChangeAsOwner { events: pg_sys::TRIGGER_TYPE_DELETE },
+            "DELETE FROM ONLY {secrets} WHERE space OPERATOR(pg_catalog.=) $1",
+            |sql| Spi::run_with_args(sql, &[tables::text_arg(space)]),
+        )?
+        .map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
+/// Deletes this database's copy of a space that the segment authority no longer has as it is
+/// here (`mirror`), in the worker's transaction: its row, sections and secret. The trigger retires
+/// the database's cached sections.
+pub(super) fn delete_space_rows(space: &[u8]) -> Result<(), String> {
+    let (spaces, _) = require_tables();
+    tables::as_own(&DROPPING, || {
+        tables::run_on_tables(&[("{spaces}", spaces)], Run::Allocation, "DELETE FROM ONLY {spaces} WHERE space OPERATOR(pg_catalog.=) $1", |sql| {
+            Spi::run_with_args(sql, &[tables::text_arg(space)])
+        })?
+        .map_err(|e| e.to_string())?;
+        delete_sections_and_secret(space, Run::Allocation)
+    })
+}
+
+/// With a segment authority, the spaces are the authority's (this server keeps a copy): refuses
+/// to create or drop one here (55000).
+fn refuse_with_authority(function: &str) {
+    if crate::settings::config().segments.authority.is_some() {
+        errors::raise(
+            PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+            format!("{function}: the sequence spaces of this server live at the segment authority (pg_idgen.segment_authority)"),
+            Some("This server serves the authority's spaces, under leases of their sections; it copies them when a call first needs one.".into()),
+            Some("Call it at the authority. On the authority itself, leave pg_idgen.segment_authority unset."),
+        );
+    }
 }
 
 pgrx::extension_sql!(

@@ -36,6 +36,24 @@ SELECT pg_catalog.pg_extension_config_dump('seq_space', '');
 SELECT pg_catalog.pg_extension_config_dump('seq_space_id', '');
 SELECT pg_catalog.pg_extension_config_dump('seq_section', '');
 SELECT pg_catalog.pg_extension_config_dump('seq_space_secret', '');
+-- At the segment authority (pg_idgen.segment_authority), which servers lease sections from
+-- (src/seq/store.rs): which server serves each section now. A lease's generation is its fencing
+-- token: a raise is accepted only from the holder with the current generation. Not in pg_dump:
+-- a restored authority waits out every lease before it gives a section to another server, and
+-- learns the live holders' leases from their renewals.
+CREATE TABLE seq_section_lease (
+    space        text NOT NULL,
+    section      bigint NOT NULL,
+    holder       text NOT NULL,
+    holder_start text NOT NULL,
+    generation   bigint NOT NULL CHECK (generation > 0),
+    expires_at   timestamptz NOT NULL,
+    reusable_at  timestamptz NOT NULL,
+    PRIMARY KEY (space, section)
+);
+COMMENT ON TABLE seq_section_lease IS
+    'At the segment authority: the server that serves each section of per-key sequences, until when, and its lease''s generation (fencing token).';
+
 COMMENT ON TABLE seq_space IS
     'Per-key sequence spaces: step is how far the worker raises a section at least; section_keys how many neighbouring keys share a section.';
 COMMENT ON TABLE seq_section IS

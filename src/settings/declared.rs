@@ -41,6 +41,8 @@ pub(super) static SEGMENT_FAST_RANGE: GucSetting<i32> = GucSetting::<i32>::new(1
 pub(super) static SEGMENT_SLOW_RANGE: GucSetting<i32> = GucSetting::<i32>::new(30 * 60 * 1000);
 pub(super) static NODE_LEASE_TTL: GucSetting<i32> = GucSetting::<i32>::new(30_000);
 pub(super) static NODE_LEASE_MARGIN: GucSetting<i32> = GucSetting::<i32>::new(10_000);
+pub(super) static SEQ_LEASE_TTL: GucSetting<i32> = GucSetting::<i32>::new(10_000);
+pub(super) static SEQ_LEASE_MARGIN: GucSetting<i32> = GucSetting::<i32>::new(1_000);
 pub(super) static NODE_LEASE_MAX_LEAD: GucSetting<i32> = GucSetting::<i32>::new(30_000);
 pub(super) static REMOTE_TIMEOUT: GucSetting<i32> = GucSetting::<i32>::new(5_000);
 
@@ -55,7 +57,7 @@ pub(super) struct IntSetting {
 
 const MAX_UNIT_MS: i32 = 86_400_000;
 
-pub(super) const INT_SETTINGS: [IntSetting; 19] = [
+pub(super) const INT_SETTINGS: [IntSetting; 21] = [
     IntSetting {
         name: c"pg_idgen.time_bits",
         setting: &TIME_BITS,
@@ -176,6 +178,22 @@ pub(super) const INT_SETTINGS: [IntSetting; 19] = [
         name: c"pg_idgen.node_lease_margin",
         setting: &NODE_LEASE_MARGIN,
         short: c"How long past its expiry a node id lease is kept from other servers: the clock-skew margin, 0 to 1 h.",
+        flags: GucFlags::UNIT_MS,
+        range: IntRange::new(0, 3_600_000),
+    },
+    IntSetting {
+        name: c"pg_idgen.seq_lease_ttl",
+        setting: &SEQ_LEASE_TTL,
+        // Why at least 3 s: the leases are renewed every third of it, and each renewal may take
+        // up to pg_idgen.remote_timeout, at least a second.
+        short: c"How long a section of per-key sequences leased from pg_idgen.segment_authority stays this server's without renewal, 3 s to 1 h.",
+        flags: GucFlags::UNIT_MS,
+        range: IntRange::new(3000, 3_600_000),
+    },
+    IntSetting {
+        name: c"pg_idgen.seq_lease_margin",
+        setting: &SEQ_LEASE_MARGIN,
+        short: c"How long past its expiry a section lease is kept from other servers: the clock-rate margin, 0 to 1 h.",
         flags: GucFlags::UNIT_MS,
         range: IntRange::new(0, 3_600_000),
     },
@@ -307,7 +325,7 @@ macro_rules! checks {
 /// The check hook of each integer setting. Why one function per setting: a C function pointer
 /// cannot carry which setting it checks. Why typed by the table's length: a setting added without
 /// its hook, or a hook without its setting, does not compile.
-const INT_CHECKS: [IntCheck; INT_SETTINGS.len()] = checks!(check_int as IntCheck; 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18);
+const INT_CHECKS: [IntCheck; INT_SETTINGS.len()] = checks!(check_int as IntCheck; 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20);
 /// The check hook of each string setting (as `INT_CHECKS`).
 const STRING_CHECKS: [StringCheck; STRING_SETTINGS.len()] = checks!(check_string as StringCheck; 0 1 2 3 4 5 6);
 

@@ -40,6 +40,8 @@ pub(super) fn load(level: PgLogLevel) -> Config {
         segment_slow_range_ms: SEGMENT_SLOW_RANGE.get(),
         node_lease_ttl_ms: NODE_LEASE_TTL.get(),
         node_lease_margin_ms: NODE_LEASE_MARGIN.get(),
+        seq_lease_ttl_ms: SEQ_LEASE_TTL.get(),
+        seq_lease_margin_ms: SEQ_LEASE_MARGIN.get(),
         node_lease_max_lead_ms: NODE_LEASE_MAX_LEAD.get(),
         remote_timeout_ms: REMOTE_TIMEOUT.get(),
     };

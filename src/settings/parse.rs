@@ -81,6 +81,10 @@ pub struct SegmentConfig {
     pub authority: Option<String>,
     /// The longest one call to it may take.
     pub remote_timeout_ms: u64,
+    /// How long a section leased from the authority stays this server's without renewal, and how
+    /// long past that the authority keeps it from others.
+    pub seq_lease_ttl_ms: u64,
+    pub seq_lease_margin_ms: u64,
 }
 
 /// The values an integer setting may take: its range, and values inside the range that are still
@@ -221,6 +225,8 @@ pub struct Raw {
     pub segment_slow_range_ms: i32,
     pub node_lease_ttl_ms: i32,
     pub node_lease_margin_ms: i32,
+    pub seq_lease_ttl_ms: i32,
+    pub seq_lease_margin_ms: i32,
     pub node_lease_max_lead_ms: i32,
     pub remote_timeout_ms: i32,
 }
@@ -292,6 +298,8 @@ pub fn config_from(raw: &Raw, now_us: i64) -> Result<Config, Invalid> {
         slow_range_ms: int(raw.segment_slow_range_ms),
         authority: Some(raw.segment_authority.clone()).filter(|a| !a.is_empty()),
         remote_timeout_ms: int(raw.remote_timeout_ms),
+        seq_lease_ttl_ms: int(raw.seq_lease_ttl_ms),
+        seq_lease_margin_ms: int(raw.seq_lease_margin_ms),
     };
     if segments.slow_range_ms < segments.fast_range_ms {
         return Err(Invalid::new("pg_idgen.segment_slow_range", segments.slow_range_ms, "It must not be shorter than pg_idgen.segment_fast_range."));
@@ -361,6 +369,8 @@ mod tests {
             segment_slow_range_ms: 30 * 60 * 1000,
             node_lease_ttl_ms: 30_000,
             node_lease_margin_ms: 10_000,
+            seq_lease_ttl_ms: 10_000,
+            seq_lease_margin_ms: 1_000,
             node_lease_max_lead_ms: 30_000,
             remote_timeout_ms: 5000,
         }

@@ -1,0 +1,377 @@
+//! Sections leased from the segment authority (`pg_idgen.segment_authority`): the source of a
+//! server that serves per-key sequences of spaces the authority keeps (seqsvr's AllocSvr; the
+//! authority's side is `store`).
+//!
+//! The worker takes a section's lease when a call first needs it (the take also raises it: the
+//! keys start at the maximum found, as after a restart), raises it under the lease's generation,
+//! renews all the leases it holds in one statement per space every third of
+//! `pg_idgen.seq_lease_ttl`, and gives up the sections no call used for a whole lease (retired
+//! here first, then released there), so that they can move. A section whose lease another server
+//! holds is asked for again after a pause; the calls that wait for it fail at their deadline with
+//! 55006, naming the holder. A lease this server cannot renew ends here at its deadline (the
+//! lease's length after the renewal was sent, before the authority's expiry and margin): calls
+//! hand out no number of a section after it (`lease_ended`), until a renewal succeeds.
+
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
+use std::sync::OnceLock;
+use std::time::Instant;
+
+use pgrx::pg_sys;
+
+use super::cache::{self, header, sections, Section, CACHE, READY};
+use super::databases;
+use super::mirror;
+use super::raise::{self, Leased, Need, Outcome, SectionSource};
+use super::store::{RELEASE, RENEW};
+use crate::remote::Row;
+use crate::shmem::Shared;
+use crate::worker::{self, Served, Serving};
+use crate::{clock, settings};
+
+/// Holders recorded for the errors of calls that wait: a section's is at `way % HELD_RECORDS`.
+const HELD_RECORDS: usize = 16;
+const HOLDER_LEN: usize = 120;
+
+/// The last holder the authority named for a section another server holds.
+#[repr(C)]
+pub struct HeldRecord {
+    /// `way + 1` of the section (0: none).
+    way: AtomicU64,
+    len: AtomicU32,
+    name: [AtomicU8; HOLDER_LEN],
+}
+
+/// What every process of this server knows of its leases: the region `pg_idgen section leases`.
+///
+/// | field | written by | protection |
+/// |---|---|---|
+/// | `holder_start` | creation | written before any process attaches |
+/// | `spaces_asked` | calls that found no space (`mirror`) | atomic counter |
+/// | `spaces_copied` | the worker of each database, after a copy | atomic, tagged with the database |
+/// | `taken`, `lost`, `released`, `refused` | the workers | atomic counters |
+/// | `held` | the workers | one writer per section; read for messages only |
+#[repr(C)]
+pub struct Leases {
+    /// This start of the server: a random token (a restart of the same server takes its own
+    /// sections back at once; another server waits for the lease and margin).
+    pub holder_start: [AtomicU64; 2],
+    pub spaces_asked: AtomicU64,
+    pub spaces_copied: [AtomicU64; mirror::SLOTS],
+    pub taken: AtomicU64,
+    pub lost: AtomicU64,
+    pub released: AtomicU64,
+    pub refused: AtomicU64,
+    held: [HeldRecord; HELD_RECORDS],
+}
+
+pub static LEASES: Shared<Leases> = Shared::new(c"pg_idgen section leases", init_leases);
+
+/// A random token for this server start.
+///
+/// # Safety
+/// As `Region::init`: zeroed memory of ours alone.
+unsafe fn init_leases(at: *mut Leases) {
+    // SAFETY: per the contract.
+    let leases = unsafe { &*at };
+    for (half, bytes) in leases.holder_start.iter().zip([crate::random::os_bytes::<8>(), crate::random::os_bytes::<8>()]) {
+        half.store(u64::from_le_bytes(bytes), Ordering::Relaxed);
+    }
+}
+
+/// Whether this server's sequences are leased from a segment authority (fixed at start).
+#[inline]
+pub fn leased() -> bool {
+    static LEASED: OnceLock<bool> = OnceLock::new();
+    *LEASED.get_or_init(|| settings::config().segments.authority.is_some())
+}
+
+/// Whether the section's lease has ended on this server: no number of it may be handed out.
+#[inline]
+pub(super) fn lease_ended(section: &Section) -> bool {
+    leased() && clock::coarse_monotonic_millis() >= section.lease_until_ms.load(Ordering::Acquire)
+}
+
+/// Records the holder the authority named for the section of `need`, for the errors of calls.
+pub(super) fn record_holder(need: &Need, holder: &str) {
+    let leases = LEASES.get();
+    leases.refused.fetch_add(1, Ordering::Relaxed);
+    let record = &leases.held[need.index % HELD_RECORDS];
+    let bytes = &holder.as_bytes()[..holder.len().min(HOLDER_LEN)];
+    record.way.store(0, Ordering::Release);
+    for (cell, byte) in record.name.iter().zip(bytes) {
+        cell.store(*byte, Ordering::Relaxed);
+    }
+    record.len.store(bytes.len() as u32, Ordering::Relaxed);
+    record.way.store(need.index as u64 + 1, Ordering::Release);
+}
+
+/// The holder last named for the section at `way`, if any.
+pub(super) fn holder_of(way: usize) -> Option<String> {
+    let record = &LEASES.get().held[way % HELD_RECORDS];
+    if record.way.load(Ordering::Acquire) != way as u64 + 1 {
+        return None;
+    }
+    let len = (record.len.load(Ordering::Relaxed) as usize).min(HOLDER_LEN);
+    let name: Vec<u8> = record.name[..len].iter().map(|b| b.load(Ordering::Relaxed)).collect();
+    Some(String::from_utf8_lossy(&name).into_owned())
+}
+
+/// What this server is called at the authority: its `cluster_name` or system identifier, port and
+/// database. Why the database: each database has a cache of its own, so each is a holder.
+fn holder_name() -> String {
+    // SAFETY: reads the control file's system identifier, this process's port and database name.
+    unsafe {
+        let system = pg_sys::GetSystemIdentifier();
+        let cluster = std::ffi::CStr::from_ptr(pg_sys::cluster_name).to_string_lossy().into_owned();
+        let database = pg_sys::get_database_name(pg_sys::MyDatabaseId);
+        let database = if database.is_null() { String::new() } else { std::ffi::CStr::from_ptr(database).to_string_lossy().into_owned() };
+        let server = if cluster.is_empty() { format!("system {system}") } else { format!("\"{cluster}\" (system {system})") };
+        let port = pg_sys::PostPortNumber;
+        format!("{server}, port {port}, database \"{database}\"")
+    }
+}
+
+/// A request for one section, as `pg_idgen_seq_sections()` takes it.
+#[derive(Clone, Copy)]
+struct Request {
+    section: i64,
+    generation: i64,
+    raise: i64,
+    limit: i64,
+}
+
+/// The authority's answer for one section.
+struct Answer {
+    outcome: String,
+    generation: i64,
+    old_max: Option<i64>,
+    new_max: Option<i64>,
+    held_by: Option<String>,
+}
+
+/// The worker's source of sections with an authority: its session there, who it is, and when it
+/// last renewed.
+pub struct LeasedSections {
+    authority: worker::Authority,
+    holder: String,
+    holder_start: String,
+    ttl_ms: i64,
+    margin_ms: i64,
+    renewed_at_ms: i64,
+    /// The last `spaces_asked` this worker copied the spaces for (None: not yet since its start).
+    copied_for: Option<u64>,
+}
+
+impl LeasedSections {
+    pub fn new(conninfo: &str) -> LeasedSections {
+        let segments = &settings::config().segments;
+        // Why a third: a renewal every third of the lease, each of which may take this long.
+        let timeout_ms = segments.remote_timeout_ms.min(segments.seq_lease_ttl_ms / 3);
+        let start = &LEASES.get().holder_start;
+        LeasedSections {
+            authority: worker::Authority::new(conninfo, timeout_ms),
+            holder: holder_name(),
+            holder_start: format!("{:016x}{:016x}", start[0].load(Ordering::Relaxed), start[1].load(Ordering::Relaxed)),
+            ttl_ms: segments.seq_lease_ttl_ms as i64,
+            margin_ms: segments.seq_lease_margin_ms as i64,
+            renewed_at_ms: clock::monotonic_millis(),
+            copied_for: None,
+        }
+    }
+
+    /// One call for requests of one space; the answers in the requests' order.
+    fn call(&mut self, space: &[u8], space_id: u32, section_keys: u32, requests: &[Request]) -> Result<Vec<Answer>, String> {
+        let array = |f: &dyn Fn(&Request) -> i64| format!("{{{}}}", requests.iter().map(|r| f(r).to_string()).collect::<Vec<_>>().join(","));
+        let (sections, generations, raises, limits) = (array(&|r| r.section), array(&|r| r.generation), array(&|r| r.raise), array(&|r| r.limit));
+        let (ttl, margin, space_id, section_keys) =
+            (self.ttl_ms.to_string(), self.margin_ms.to_string(), space_id.to_string(), section_keys.to_string());
+        let params: [&[u8]; 11] = [
+            self.holder.as_bytes(),
+            self.holder_start.as_bytes(),
+            ttl.as_bytes(),
+            margin.as_bytes(),
+            space,
+            space_id.as_bytes(),
+            section_keys.as_bytes(),
+            sections.as_bytes(),
+            generations.as_bytes(),
+            raises.as_bytes(),
+            limits.as_bytes(),
+        ];
+        let rows = self.authority.call(
+            |schema| {
+                format!(
+                    "SELECT section, outcome, generation, old_max, new_max, held_by FROM {schema}.pg_idgen_seq_sections(
+                       $1::pg_catalog.text, $2::pg_catalog.text, $3::pg_catalog.int4, $4::pg_catalog.int4, $5::pg_catalog.text,
+                       $6::pg_catalog.int4, $7::pg_catalog.int4, $8::pg_catalog.int8[], $9::pg_catalog.int8[], $10::pg_catalog.int8[],
+                       $11::pg_catalog.int8[])"
+                )
+            },
+            &params,
+            || {},
+        )?;
+        let answers: Option<Vec<Answer>> = rows.iter().zip(requests).map(|(row, request)| answer_of(row, request)).collect();
+        match answers {
+            Some(answers) if answers.len() == requests.len() => Ok(answers),
+            _ => Err(format!("the segment authority ({}): its answer does not match the sections asked for", self.authority.described)),
+        }
+    }
+
+    /// Renews the leases of the database's sections, and gives up those no call used for a whole
+    /// lease: retired here first, then released at the authority.
+    fn renew(&mut self, database: pg_sys::Oid) {
+        let idle_ticks = (self.ttl_ms / 1000).max(3) as u64;
+        let mut held = Vec::new();
+        {
+            let _lock = CACHE.exclusive();
+            let all = sections();
+            let now = header().use_clock.load(Ordering::Relaxed);
+            for way in databases::sections_of(database.to_u32()) {
+                let section = &all[way];
+                let generation = i64::from(section.lease_generation.load(Ordering::Relaxed));
+                if section.state.load(Ordering::Relaxed) != READY || generation == 0 {
+                    continue;
+                }
+                let idle = now.saturating_sub(section.last_used.load(Ordering::Relaxed)) >= idle_ticks;
+                let request = Request {
+                    section: section.section.load(Ordering::Relaxed),
+                    generation,
+                    raise: if idle { RELEASE } else { RENEW },
+                    limit: section.limit.load(Ordering::Relaxed),
+                };
+                let space = (section.space(), section.space_id.load(Ordering::Relaxed), section.section_keys.load(Ordering::Relaxed));
+                if idle {
+                    // Before the release: once released, another server may start serving it.
+                    cache::retire_section(way);
+                    held.push((space, way, 0, request));
+                } else {
+                    held.push((space, way, section.version.read(), request));
+                }
+            }
+        }
+        held.sort_by(|a, b| a.0.cmp(&b.0));
+        let sent_ms = clock::monotonic_millis();
+        for group in held.chunk_by(|a, b| a.0 == b.0) {
+            let ((space, space_id, section_keys), ..) = &group[0];
+            let requests: Vec<Request> = group.iter().map(|(_, _, _, r)| *r).collect();
+            let Ok(answers) = self.call(space, *space_id, *section_keys, &requests) else {
+                continue; // the leases run on until their deadline; the next round tries again
+            };
+            let _lock = CACHE.exclusive();
+            for ((_, way, version, _), answer) in group.iter().zip(answers) {
+                let section = &sections()[*way];
+                match answer.outcome.as_str() {
+                    "renewed" if section.version.read() == *version => {
+                        section.lease_until_ms.fetch_max(sent_ms + self.ttl_ms, Ordering::AcqRel);
+                    }
+                    "released" => {
+                        LEASES.get().released.fetch_add(1, Ordering::Relaxed);
+                    }
+                    "lost" if *version != 0 && section.version.read() == *version => {
+                        LEASES.get().lost.fetch_add(1, Ordering::Relaxed);
+                        cache::retire_section(*way);
+                    }
+                    _ => {}
+                }
+            }
+        }
+        worker::notify_published();
+    }
+}
+
+/// Reads one row of `pg_idgen_seq_sections()` for `request`.
+fn answer_of(row: &Row, request: &Request) -> Option<Answer> {
+    // None: no such column or not a number; Some(None): NULL.
+    let number = |i: usize| -> Option<Option<i64>> {
+        match row.get(i)?.as_deref() {
+            None => Some(None),
+            Some(text) => text.parse().ok().map(Some),
+        }
+    };
+    if number(0)?? != request.section {
+        return None;
+    }
+    Some(Answer { outcome: row.get(1)?.clone()?, generation: number(2)??, old_max: number(3)?, new_max: number(4)?, held_by: row.get(5)?.clone() })
+}
+
+impl SectionSource for LeasedSections {
+    /// One call per space of the round: takes (a section being loaded), raises under the lease.
+    fn raise(&mut self, needs: &[Need]) -> Vec<Outcome> {
+        let mut order: Vec<usize> = (0..needs.len()).collect();
+        order.sort_by(|&a, &b| {
+            (&needs[a].space, needs[a].space_id, needs[a].section_keys).cmp(&(&needs[b].space, needs[b].space_id, needs[b].section_keys))
+        });
+        let mut outcomes: Vec<Option<Outcome>> = needs.iter().map(|_| None).collect();
+        for group in order.chunk_by(|&a, &b| (&needs[a].space, needs[a].space_id) == (&needs[b].space, needs[b].space_id)) {
+            let first = &needs[group[0]];
+            let requests: Vec<Request> = group
+                .iter()
+                .map(|&i| {
+                    let need = &needs[i];
+                    Request {
+                        section: need.section,
+                        generation: if need.load { 0 } else { need.generation },
+                        raise: need.raise.max(0),
+                        limit: need.limit.max(0),
+                    }
+                })
+                .collect();
+            let sent_ms = clock::monotonic_millis();
+            match self.call(&first.space, first.space_id, first.section_keys, &requests) {
+                Ok(answers) => {
+                    for (&i, answer) in group.iter().zip(answers) {
+                        outcomes[i] = Some(self.outcome_of(answer, sent_ms));
+                    }
+                }
+                Err(message) => {
+                    for &i in group {
+                        outcomes[i] = Some(Outcome::Failed(message.clone()));
+                    }
+                }
+            }
+        }
+        outcomes.into_iter().map(|outcome| outcome.unwrap_or(Outcome::Skipped)).collect()
+    }
+}
+
+impl LeasedSections {
+    fn outcome_of(&mut self, answer: Answer, sent_ms: i64) -> Outcome {
+        let leases = LEASES.get();
+        match (answer.outcome.as_str(), answer.old_max, answer.new_max) {
+            ("taken" | "raised", Some(old), Some(new)) if new > old && old >= 0 && (1..=i64::from(u32::MAX)).contains(&answer.generation) => {
+                if answer.outcome == "taken" {
+                    leases.taken.fetch_add(1, Ordering::Relaxed);
+                }
+                Outcome::Raised(old, new, Some(Leased { generation: answer.generation, until_ms: sent_ms + self.ttl_ms }))
+            }
+            ("held", ..) => Outcome::Held(answer.held_by.unwrap_or_else(|| "another server".into())),
+            ("lost", ..) => {
+                leases.lost.fetch_add(1, Ordering::Relaxed);
+                Outcome::Lost
+            }
+            ("nospace", ..) => {
+                // This server's copy of the space may be out of date: copy the spaces again.
+                self.copied_for = None;
+                Outcome::NoSpace
+            }
+            _ => Outcome::Failed(format!("the segment authority ({}): an answer that is not a raise ({})", self.authority.described, answer.outcome)),
+        }
+    }
+}
+
+impl Serving for LeasedSections {
+    /// Copies the spaces when a call asked (or at the start), renews the leases when a third of the
+    /// lease has passed, then loads and raises what the calls want.
+    fn serve(&mut self, database: pg_sys::Oid, until: Instant) -> Served {
+        let asked = LEASES.get().spaces_asked.load(Ordering::Acquire);
+        if self.copied_for != Some(asked) && mirror::copy(&mut self.authority, database, asked).is_ok() {
+            self.copied_for = Some(asked);
+        }
+        let now_ms = clock::monotonic_millis();
+        if now_ms - self.renewed_at_ms >= self.ttl_ms / 3 {
+            self.renewed_at_ms = now_ms;
+            self.renew(database);
+        }
+        raise::serve_from(self, database, until)
+    }
+}

@@ -1,0 +1,169 @@
+//! With a segment authority, the spaces are the authority's: this database's `seq_space` (and
+//! `seq_space_secret`) hold a copy of them, made by the worker, which calls read as they read a
+//! space of their own. A call that finds no space asks for a fresh copy (`ask_and_wait`), and the
+//! worker copies every space from the authority (`copy`): rows the authority no longer has, or has
+//! with another id, size or secret, are deleted here first (which retires the cached sections of
+//! the database), then the authority's are inserted as they are there.
+
+use std::sync::atomic::Ordering;
+
+use pgrx::pg_sys;
+use pgrx::prelude::*;
+
+use super::leased::LEASES;
+use super::spaces::{self, SECRET_TABLE, SPACE_TABLE};
+use crate::tables::{self, display};
+use crate::worker::{self, wait};
+use crate::{errors, remote};
+
+/// Copies done, by database OID modulo `SLOTS`: `database << 32 | the low half of spaces_asked`
+/// that the copy answered.
+pub const SLOTS: usize = 64;
+
+/// A space as the authority has it.
+#[derive(Clone, PartialEq, Eq, Debug)]
+struct Space {
+    name: Vec<u8>,
+    id: i32,
+    step: i32,
+    section_keys: i32,
+    text_key_hash: String,
+    secret: Option<Vec<u8>>,
+}
+
+/// Asks this database's worker to copy the spaces from the authority, and waits until it did (or
+/// until `deadline`: then an unreachable authority raises 08006, naming it).
+pub(super) fn ask_and_wait(space: &[u8], deadline: &mut wait::Deadline) {
+    let leases = LEASES.get();
+    let ticket = leases.spaces_asked.fetch_add(1, Ordering::AcqRel).wrapping_add(1);
+    // SAFETY: this backend's database.
+    let database = unsafe { pg_sys::MyDatabaseId }.to_u32();
+    let slot = &leases.spaces_copied[database as usize % SLOTS];
+    let copied = || {
+        let done = slot.load(Ordering::Acquire);
+        (done >> 32) as u32 == database && (done as u32).wrapping_sub(ticket as u32) as i32 >= 0
+    };
+    wait::until(deadline, copied, worker::wake, || {
+        let status = remote::authority();
+        if status.failures_in_a_row.load(Ordering::Relaxed) > 0 {
+            errors::raise(
+                PgSqlErrorCode::ERRCODE_CONNECTION_FAILURE,
+                format!("sequence space \"{}\" could not be looked up at the segment authority (pg_idgen.segment_authority)", display(space)),
+                Some(format!("The last call to it failed: {}", status.last_message())),
+                Some("See segment_authority_status() and the server log."),
+            );
+        }
+        errors::raise(
+            PgSqlErrorCode::ERRCODE_LOCK_NOT_AVAILABLE,
+            format!("sequence space \"{}\" could not be copied from the segment authority in time", display(space)),
+            Some("The call waited pg_idgen.segment_wait_timeout for the pg_idgen worker to copy the spaces.".into()),
+            Some("See the server log."),
+        );
+    });
+}
+
+/// Copies every space from the authority into this database's tables, and records the copy as
+/// answering the requests up to `asked`.
+pub(super) fn copy(authority: &mut worker::Authority, database: pg_sys::Oid, asked: u64) -> Result<(), String> {
+    let rows = authority.call(
+        |schema| format!("SELECT space, id, step, section_keys, text_key_hash, secret FROM {schema}.pg_idgen_seq_spaces()"),
+        &[],
+        || {},
+    )?;
+    let spaces = rows.iter().map(space_of).collect::<Option<Vec<Space>>>().ok_or_else(|| {
+        let message = format!("the segment authority ({}): its spaces are not as pg_idgen_seq_spaces() returns them", authority.described);
+        warning!("pg_idgen worker: {message}");
+        message
+    })?;
+    let copied = worker::in_worker_transaction(|| apply(&spaces).map(|_| ()), Err);
+    if let Err(message) = &copied {
+        warning!("pg_idgen worker: could not copy the sequence spaces of the segment authority: {message}");
+        return copied;
+    }
+    let slot = &LEASES.get().spaces_copied[database.to_u32() as usize % SLOTS];
+    slot.store(u64::from(database.to_u32()) << 32 | (asked & 0xffff_ffff), Ordering::Release);
+    worker::notify_published();
+    Ok(())
+}
+
+/// A row of `pg_idgen_seq_spaces()`.
+fn space_of(row: &remote::Row) -> Option<Space> {
+    let int = |i: usize| row.get(i)?.as_deref()?.parse::<i32>().ok();
+    let secret = match row.get(5)?.as_deref() {
+        None => None,
+        Some(text) => Some(decode_hex(text.strip_prefix("\\x")?)?),
+    };
+    Some(Space {
+        name: row.first()?.clone()?.into_bytes(),
+        id: int(1)?,
+        step: int(2)?,
+        section_keys: int(3)?,
+        text_key_hash: row.get(4)?.clone()?,
+        secret,
+    })
+}
+
+fn decode_hex(text: &str) -> Option<Vec<u8>> {
+    (text.len() % 2 == 0).then_some(())?;
+    (0..text.len()).step_by(2).map(|i| u8::from_str_radix(text.get(i..i + 2)?, 16).ok()).collect()
+}
+
+/// Makes this database's spaces those of the authority, in the worker's transaction.
+fn apply(authority: &[Space]) -> Result<usize, String> {
+    let (Some(space_table), Some(secret_table)) = (tables::extension_table_oid(SPACE_TABLE), tables::extension_table_oid(SECRET_TABLE)) else {
+        return Ok(0); // the extension is gone from this database
+    };
+    let both = [("{spaces}", space_table), ("{secrets}", secret_table)];
+    const LOCAL: &str = "SELECT p.space::pg_catalog.bytea, p.id, p.step, p.section_keys, p.text_key_hash, k.secret
+           FROM ONLY {spaces} AS p LEFT JOIN ONLY {secrets} AS k ON k.space OPERATOR(pg_catalog.=) p.space";
+    let local = tables::run_on_tables(&both, tables::Run::Allocation, LOCAL, |sql| {
+        Spi::connect(|client| {
+            let mut rows = Vec::new();
+            for row in client.select(sql, None, &[])? {
+                rows.push(Space {
+                    name: row.get::<Vec<u8>>(1)?.unwrap_or_default(),
+                    id: row.get::<i32>(2)?.unwrap_or_default(),
+                    step: row.get::<i32>(3)?.unwrap_or_default(),
+                    section_keys: row.get::<i32>(4)?.unwrap_or_default(),
+                    text_key_hash: row.get::<String>(5)?.unwrap_or_default(),
+                    secret: row.get::<Vec<u8>>(6)?,
+                });
+            }
+            Ok::<_, pgrx::spi::SpiError>(rows)
+        })
+    })?
+    .map_err(|e| e.to_string())?;
+    // The step may differ: the authority raises by its own.
+    let same = |a: &Space, b: &Space| Space { step: 0, ..a.clone() } == Space { step: 0, ..b.clone() };
+    let mut changed = 0;
+    for gone in local.iter().filter(|l| !authority.iter().any(|a| same(a, l))) {
+        spaces::delete_space_rows(&gone.name)?;
+        changed += 1;
+    }
+    for new in authority.iter().filter(|a| !local.iter().any(|l| same(a, l))) {
+        insert(space_table, secret_table, new)?;
+        changed += 1;
+    }
+    Ok(changed)
+}
+
+/// Inserts the authority's space (and its secret) into this database's tables.
+fn insert(space_table: pg_sys::Oid, secret_table: pg_sys::Oid, space: &Space) -> Result<(), String> {
+    const SPACE: &str = "INSERT INTO {spaces} (space, id, step, section_keys, text_key_hash, description)
+         VALUES ($1, $2, $3, $4, $5, 'a copy of the segment authority''s space')";
+    let args = [tables::text_arg(&space.name), space.id.into(), space.step.into(), space.section_keys.into(), space.text_key_hash.as_str().into()];
+    tables::run_on_tables(&[("{spaces}", space_table)], tables::Run::Allocation, SPACE, |sql| Spi::run_with_args(sql, &args))?
+        .map_err(|e| e.to_string())?;
+    if let Some(secret) = &space.secret {
+        // SAFETY: the bytes of a bytea value.
+        let secret_arg = unsafe { pgrx::datum::DatumWithOid::new(&secret[..], pg_sys::BYTEAOID) };
+        tables::run_on_tables(
+            &[("{secrets}", secret_table)],
+            tables::Run::Allocation,
+            "INSERT INTO {secrets} (space, secret) VALUES ($1, $2)",
+            |sql| Spi::run_with_args(sql, &[tables::text_arg(&space.name), secret_arg]),
+        )?
+        .map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
