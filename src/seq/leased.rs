@@ -17,6 +17,7 @@ use std::sync::OnceLock;
 use std::time::Instant;
 
 use pgrx::pg_sys;
+use pgrx::prelude::*;
 
 use super::cache::{self, header, sections, Section, CACHE, READY};
 use super::databases;
@@ -116,6 +117,50 @@ pub(super) fn holder_of(way: usize) -> Option<String> {
     Some(String::from_utf8_lossy(&name).into_owned())
 }
 
+#[pg_extern(volatile, parallel_safe)]
+/// With a segment authority: this database's sections held under a lease now, and the server's
+/// sections taken, released (given up, so that they can move), lost (taken by another server
+/// while this one could not renew) and refused (held by another server) since its start.
+// Why allowed: pgrx takes the columns' names from the `name!` in the signature.
+#[allow(clippy::type_complexity)]
+fn seq_lease_status() -> TableIterator<
+    'static,
+    (name!(leased, bool), name!(held_sections, i32), name!(taken, i64), name!(released, i64), name!(lost, i64), name!(refused, i64)),
+> {
+    crate::shmem::require_preloaded();
+    // SAFETY: this backend's database.
+    let database = unsafe { pg_sys::MyDatabaseId }.to_u32();
+    let held = {
+        let _lock = CACHE.shared();
+        let all = sections();
+        databases::sections_of(database)
+            .into_iter()
+            .filter(|&way| all[way].state.load(Ordering::Relaxed) == READY && all[way].lease_generation.load(Ordering::Relaxed) > 0)
+            .count()
+    };
+    let leases = LEASES.get();
+    let counter = |c: &AtomicU64| c.load(Ordering::Relaxed) as i64;
+    TableIterator::new(vec![(
+        leased(),
+        held as i32,
+        counter(&leases.taken),
+        counter(&leases.released),
+        counter(&leases.lost),
+        counter(&leases.refused),
+    )])
+}
+
+pgrx::extension_sql!(
+    r#"
+COMMENT ON FUNCTION seq_lease_status() IS
+    'Per-key sequences with a segment authority: sections this database holds under a lease, and the server''s sections taken, released, lost and refused since start.';
+REVOKE EXECUTE ON FUNCTION seq_lease_status() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION seq_lease_status() TO pg_monitor;
+"#,
+    name = "seq_lease_status",
+    requires = [seq_lease_status]
+);
+
 /// What this server is called at the authority: its `cluster_name` or system identifier, port and
 /// database. Why the database: each database has a cache of its own, so each is a holder.
 fn holder_name() -> String {
@@ -123,8 +168,18 @@ fn holder_name() -> String {
     unsafe {
         let system = pg_sys::GetSystemIdentifier();
         let cluster = std::ffi::CStr::from_ptr(pg_sys::cluster_name).to_string_lossy().into_owned();
-        let database = pg_sys::get_database_name(pg_sys::MyDatabaseId);
-        let database = if database.is_null() { String::new() } else { std::ffi::CStr::from_ptr(database).to_string_lossy().into_owned() };
+        // In a transaction: the name is looked up in the catalog.
+        let database = worker::in_worker_transaction(
+            || {
+                let name = pg_sys::get_database_name(pg_sys::MyDatabaseId);
+                if name.is_null() {
+                    String::new()
+                } else {
+                    std::ffi::CStr::from_ptr(name).to_string_lossy().into_owned()
+                }
+            },
+            |_| String::new(),
+        );
         let server = if cluster.is_empty() { format!("system {system}") } else { format!("\"{cluster}\" (system {system})") };
         let port = pg_sys::PostPortNumber;
         format!("{server}, port {port}, database \"{database}\"")

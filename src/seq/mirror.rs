@@ -104,7 +104,7 @@ fn space_of(row: &remote::Row) -> Option<Space> {
 }
 
 fn decode_hex(text: &str) -> Option<Vec<u8>> {
-    (text.len() % 2 == 0).then_some(())?;
+    text.len().is_multiple_of(2).then_some(())?;
     (0..text.len()).step_by(2).map(|i| u8::from_str_radix(text.get(i..i + 2)?, 16).ok()).collect()
 }
 
