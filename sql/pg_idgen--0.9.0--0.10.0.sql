@@ -67,3 +67,21 @@ COMMENT ON FUNCTION pg_idgen_seq_sections(text, text, int, int, text, int, int, 
 -- Only the role the other servers' workers connect as (GRANT EXECUTE to it).
 REVOKE EXECUTE ON FUNCTION pg_idgen_seq_spaces() FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION pg_idgen_seq_sections(text, text, int, int, text, int, int, bigint[], bigint[], bigint[], bigint[]) FROM PUBLIC;
+
+-- seq_lease_status() (src/seq/leased.rs): the sections a server holds under leases of the authority.
+CREATE  FUNCTION "seq_lease_status"() RETURNS TABLE (
+	"leased" bool,  /* bool */
+	"held_sections" INT,  /* i32 */
+	"taken" bigint,  /* i64 */
+	"released" bigint,  /* i64 */
+	"lost" bigint,  /* i64 */
+	"refused" bigint  /* i64 */
+)
+STRICT VOLATILE PARALLEL SAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'seq_lease_status_wrapper';
+
+COMMENT ON FUNCTION seq_lease_status() IS
+    'Per-key sequences with a segment authority: sections this database holds under a lease, and the server''s sections taken, released, lost and refused since start.';
+REVOKE EXECUTE ON FUNCTION seq_lease_status() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION seq_lease_status() TO pg_monitor;
