@@ -47,7 +47,7 @@ pub struct HeldRecord {
 /// | field | written by | protection |
 /// |---|---|---|
 /// | `holder_start` | creation | written before any process attaches |
-/// | `spaces_asked` | calls that found no space (`mirror`) | atomic counter |
+/// | `spaces_asked` | calls that found no space (`mirror`) | atomic, tagged with the database |
 /// | `spaces_copied` | the worker of each database, after a copy | atomic, tagged with the database |
 /// | `taken`, `lost`, `released`, `refused` | the workers | atomic counters |
 /// | `held` | the workers | one writer per section; read for messages only |
@@ -56,7 +56,7 @@ pub struct Leases {
     /// This start of the server: a random token (a restart of the same server takes its own
     /// sections back at once; another server waits for the lease and margin).
     pub holder_start: [AtomicU64; 2],
-    pub spaces_asked: AtomicU64,
+    pub spaces_asked: [AtomicU64; mirror::SLOTS],
     pub spaces_copied: [AtomicU64; mirror::SLOTS],
     pub taken: AtomicU64,
     pub lost: AtomicU64,
@@ -213,7 +213,8 @@ pub struct LeasedSections {
     ttl_ms: i64,
     margin_ms: i64,
     renewed_at_ms: i64,
-    /// The last `spaces_asked` this worker copied the spaces for (None: not yet since its start).
+    /// The request of this database's calls this worker last copied the spaces for (None: a copy
+    /// is due, the authority said a space is not as copied here).
     copied_for: Option<u64>,
 }
 
@@ -230,7 +231,9 @@ impl LeasedSections {
             ttl_ms: segments.seq_lease_ttl_ms as i64,
             margin_ms: segments.seq_lease_margin_ms as i64,
             renewed_at_ms: clock::monotonic_millis(),
-            copied_for: None,
+            // Why not None: a worker copies when a call asks, not at its start (a server that
+            // takes only segment ranges from the authority must not call it for spaces).
+            copied_for: Some(0),
         }
     }
 
@@ -418,8 +421,10 @@ impl Serving for LeasedSections {
     /// Copies the spaces when a call asked (or at the start), renews the leases when a third of the
     /// lease has passed, then loads and raises what the calls want.
     fn serve(&mut self, database: pg_sys::Oid, until: Instant) -> Served {
-        let asked = LEASES.get().spaces_asked.load(Ordering::Acquire);
-        if self.copied_for != Some(asked) && mirror::copy(&mut self.authority, database, asked).is_ok() {
+        let asked = mirror::asked(database);
+        if self.copied_for != Some(asked) {
+            // Failed, it is tried again at the next request: calls ask before each wait.
+            let _ = mirror::copy(&mut self.authority, database, asked);
             self.copied_for = Some(asked);
         }
         let now_ms = clock::monotonic_millis();
