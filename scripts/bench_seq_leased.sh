@@ -8,17 +8,23 @@
 #      of one key alternate between the two servers (what ignoring routing costs: each call waits
 #      until the other server gave the section up);
 #   d. round trips to the authority per million numbers of the hot key (pg_stat_user_functions at
-#      the authority).
+#      the authority: raises and renewals);
+#   e. instructions per call of the hot key, leased and without an authority (callgrind, when
+#      valgrind is there): the cost of the lease check, which times on a shared machine blur.
 # The servers' leases last 3 s (pg_idgen.seq_lease_ttl), so that a section no call uses moves
 # within seconds.
 
 LEASED_CALLS=${LEASED_CALLS:-200}
 AUTH_PORT=54341
 lease_conf=("pg_idgen.seq_lease_ttl = '3s'" "pg_idgen.seq_lease_margin = '500ms'" "pg_idgen.segment_wait_timeout = '10s'")
-# leased_server NAME PORT: a server taking its per-key sequences from the authority.
-leased_server() {
+# leased_start NAME PORT: (re)starts a server taking its per-key sequences from the authority;
+# leased_server NAME PORT: makes one.
+leased_start() {
     cluster_start "$1" "$2" "shared_preload_libraries = 'pg_idgen'" "${lease_conf[@]}" \
         "pg_idgen.segment_authority = 'host=$WORK_ROOT/bench_auth/socket port=$AUTH_PORT dbname=postgres user=idgen'"
+}
+leased_server() {
+    leased_start "$1" "$2"
     cluster_psql "$1" -q -c "CREATE EXTENSION pg_idgen" -f scripts/bench_seconds.sql
 }
 leased_sql() { cluster_psql "$1" -qAt -c "$2"; }
@@ -40,9 +46,15 @@ first_call_ms() {
                 INSERT INTO lat VALUES (extract(epoch FROM clock_timestamp() - t) * 1000);
             END LOOP; END \$\$;
         SELECT round(percentile_cont(0.5) WITHIN GROUP (ORDER BY ms)::numeric, 2) || ' ms p50, '
-            || round(percentile_cont(0.99) WITHIN GROUP (ORDER BY ms)::numeric, 2) || ' ms p99' FROM lat"
+            || round(percentile_cont(0.99) WITHIN GROUP (ORDER BY ms)::numeric, 2) || ' ms p99, '
+            || round(max(ms)::numeric, 2) || ' ms at most' FROM lat"
 }
-authority_round_trips() { leased_sql bench_auth "SELECT coalesce(sum(calls), 0) FROM pg_stat_user_functions WHERE funcname = 'pg_idgen_seq_sections'"; }
+# The calls of pg_idgen_seq_sections() the authority counted. Why the sleep: a session reports its
+# counts when it has been idle a while (up to 10 s), and the workers' sessions stay connected.
+authority_round_trips() {
+    sleep 11
+    leased_sql bench_auth "SELECT coalesce(sum(calls), 0) FROM pg_stat_user_functions WHERE funcname = 'pg_idgen_seq_sections'"
+}
 
 if [ -n "${ONLY_LEASED:-}" ] || [ -z "${ONLY_COMPARE:-}${ONLY_SEQ:-}${ONLY_MASK:-}" ]; then
     for c in bench_auth bench_s1 bench_s2 bench_local; do cluster_remove "$c"; done
@@ -71,6 +83,13 @@ if [ -n "${ONLY_LEASED:-}" ] || [ -z "${ONLY_COMPARE:-}${ONLY_SEQ:-}${ONLY_MASK:
     echo "seq_next, one server without an authority:   $local_ns ns ($(ratio "$leased" "$local_ns") of it for the leased one; goal: within 110%)"
     echo "nextval(): $nextval_ns ns; gen_random_uuid(): $uuid_ns ns"
     echo "d. round trips to the authority per million numbers of the hot key: $(awk -v a="$((after - before))" -v n="$calls" 'BEGIN { printf "%.1f", a * 1e6 / n }') ($((after - before)) for $calls numbers)"
+
+    if command -v valgrind >/dev/null; then
+        say "e. instructions per call of seq_next() on the hot key (callgrind)"
+        echo "leased from the authority: $(instructions_per_call bench_s1 "seq_next('hot', 1)" "SELECT seq_next('hot', 1)")"
+        echo "without an authority:      $(instructions_per_call bench_local "seq_next('hot', 1)" "SELECT seq_next('hot', 1)")"
+        leased_start bench_s1 54342
+    fi
 
     say "b. the first call of a section ($LEASED_CALLS sections)"
     echo "taken from the authority:        $(first_call_ms bench_s1 cold 1 "$LEASED_CALLS")"
