@@ -360,7 +360,9 @@ impl SectionSource for LeasedSections {
             (&needs[a].space, needs[a].space_id, needs[a].section_keys).cmp(&(&needs[b].space, needs[b].space_id, needs[b].section_keys))
         });
         let mut outcomes: Vec<Option<Outcome>> = needs.iter().map(|_| None).collect();
-        for group in order.chunk_by(|&a, &b| (&needs[a].space, needs[a].space_id) == (&needs[b].space, needs[b].space_id)) {
+        for group in order.chunk_by(|&a, &b| {
+            (&needs[a].space, needs[a].space_id, needs[a].section_keys) == (&needs[b].space, needs[b].space_id, needs[b].section_keys)
+        }) {
             let first = &needs[group[0]];
             let requests: Vec<Request> = group
                 .iter()
