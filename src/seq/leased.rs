@@ -19,7 +19,7 @@ use std::time::Instant;
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 
-use super::cache::{self, header, sections, Section, CACHE, READY};
+use super::cache::{self, sections, Section, CACHE, READY};
 use super::databases;
 use super::mirror;
 use super::raise::{self, Leased, Need, Outcome, SectionSource};
@@ -213,6 +213,9 @@ pub struct LeasedSections {
     ttl_ms: i64,
     margin_ms: i64,
     renewed_at_ms: i64,
+    /// Each held section's way: its version, the sum of its keys' counters, and since when both
+    /// have been so (monotonic ms).
+    seen: std::collections::HashMap<usize, (u64, i64, i64)>,
     /// The request of this database's calls this worker last copied the spaces for (None: a copy
     /// is due, the authority said a space is not as copied here).
     copied_for: Option<u64>,
@@ -231,6 +234,7 @@ impl LeasedSections {
             ttl_ms: segments.seq_lease_ttl_ms as i64,
             margin_ms: segments.seq_lease_margin_ms as i64,
             renewed_at_ms: clock::monotonic_millis(),
+            seen: std::collections::HashMap::new(),
             // Why not None: a worker copies when a call asks, not at its start (a server that
             // takes only segment ranges from the authority must not call it for spaces).
             copied_for: Some(0),
@@ -275,22 +279,30 @@ impl LeasedSections {
         }
     }
 
-    /// Renews the leases of the database's sections, and gives up those no call used for a whole
-    /// lease: retired here first, then released at the authority.
+    /// Renews the leases of the database's sections, and gives up those no call took a number of
+    /// for a whole lease (their keys' counters did not move): retired here first, then released at
+    /// the authority. Why the counters, not the use clock: a call that finds its section in its
+    /// backend's map of sections does not record its use.
     fn renew(&mut self, database: pg_sys::Oid) {
-        let idle_ticks = (self.ttl_ms / 1000).max(3) as u64;
+        let now_ms = clock::monotonic_millis();
         let mut held = Vec::new();
+        let mut seen = std::collections::HashMap::new();
         {
             let _lock = CACHE.exclusive();
             let all = sections();
-            let now = header().use_clock.load(Ordering::Relaxed);
             for way in databases::sections_of(database.to_u32()) {
                 let section = &all[way];
                 let generation = i64::from(section.lease_generation.load(Ordering::Relaxed));
                 if section.state.load(Ordering::Relaxed) != READY || generation == 0 {
                     continue;
                 }
-                let idle = now.saturating_sub(section.last_used.load(Ordering::Relaxed)) >= idle_ticks;
+                let version = section.version.read();
+                let taken = section.keys().fold(0i64, |sum, key| sum.wrapping_add(key.load(Ordering::Relaxed)));
+                let since_ms = match self.seen.get(&way) {
+                    Some(&(was_version, was_taken, since_ms)) if was_version == version && was_taken == taken => since_ms,
+                    _ => now_ms,
+                };
+                let idle = now_ms - since_ms >= self.ttl_ms;
                 let request = Request {
                     section: section.section.load(Ordering::Relaxed),
                     generation,
@@ -303,10 +315,12 @@ impl LeasedSections {
                     cache::retire_section(way);
                     held.push((space, way, 0, request));
                 } else {
-                    held.push((space, way, section.version.read(), request));
+                    seen.insert(way, (version, taken, since_ms));
+                    held.push((space, way, version, request));
                 }
             }
         }
+        self.seen = seen;
         held.sort_by(|a, b| a.0.cmp(&b.0));
         let sent_ms = clock::monotonic_millis();
         for group in held.chunk_by(|a, b| a.0 == b.0) {
