@@ -29,6 +29,9 @@ use crate::shmem::Shared;
 use crate::worker::{self, Served, Serving};
 use crate::{clock, settings};
 
+/// Sections renewed in one call to the authority at most.
+const RENEWALS_PER_CALL: usize = 500;
+
 /// Holders recorded for the errors of calls that wait: a section's is at `way % HELD_RECORDS`.
 const HELD_RECORDS: usize = 16;
 const HOLDER_LEN: usize = 120;
@@ -79,11 +82,12 @@ unsafe fn init_leases(at: *mut Leases) {
     }
 }
 
-/// Whether this server's sequences are leased from a segment authority (fixed at start).
+/// Whether this server's sequences are leased from the segment authority
+/// (`pg_idgen.seq_sections = authority`, fixed at start).
 #[inline]
 pub fn leased() -> bool {
     static LEASED: OnceLock<bool> = OnceLock::new();
-    *LEASED.get_or_init(|| settings::config().segments.authority.is_some())
+    *LEASED.get_or_init(|| settings::config().segments.seq_leased)
 }
 
 /// Whether the section's lease has ended on this server: no number of it may be handed out.
@@ -104,6 +108,12 @@ pub(super) fn record_holder(need: &Need, holder: &str) {
     }
     record.len.store(bytes.len() as u32, Ordering::Relaxed);
     record.way.store(need.index as u64 + 1, Ordering::Release);
+}
+
+/// Forgets the holder named for the section at `way`: it is this server's now.
+pub(super) fn forget_holder(way: usize) {
+    let record = &LEASES.get().held[way % HELD_RECORDS];
+    let _ = record.way.compare_exchange(way as u64 + 1, 0, Ordering::AcqRel, Ordering::Relaxed);
 }
 
 /// The holder last named for the section at `way`, if any.
@@ -233,7 +243,8 @@ impl LeasedSections {
             holder_start: format!("{:016x}{:016x}", start[0].load(Ordering::Relaxed), start[1].load(Ordering::Relaxed)),
             ttl_ms: segments.seq_lease_ttl_ms as i64,
             margin_ms: segments.seq_lease_margin_ms as i64,
-            renewed_at_ms: clock::monotonic_millis(),
+            // A renewal at the first turn: a worker started again finds its sections' leases older.
+            renewed_at_ms: i64::MIN / 2,
             seen: std::collections::HashMap::new(),
             // Why not None: a worker copies when a call asks, not at its start (a server that
             // takes only segment ranges from the authority must not call it for spaces).
@@ -322,9 +333,11 @@ impl LeasedSections {
         }
         self.seen = seen;
         held.sort_by(|a, b| a.0.cmp(&b.0));
-        let sent_ms = clock::monotonic_millis();
-        for group in held.chunk_by(|a, b| a.0 == b.0) {
+        // Why chunks: one statement must end well inside its timeout, and the authority takes at
+        // most 10,000 sections a call.
+        for group in held.chunk_by(|a, b| a.0 == b.0).flat_map(|group| group.chunks(RENEWALS_PER_CALL)) {
             let ((space, space_id, section_keys), ..) = &group[0];
+            let sent_ms = clock::monotonic_millis();
             let requests: Vec<Request> = group.iter().map(|(_, _, _, r)| *r).collect();
             let Ok(answers) = self.call(space, *space_id, *section_keys, &requests) else {
                 continue; // the leases run on until their deadline; the next round tries again
@@ -342,6 +355,13 @@ impl LeasedSections {
                     "lost" if *version != 0 && section.version.read() == *version => {
                         LEASES.get().lost.fetch_add(1, Ordering::Relaxed);
                         cache::retire_section(*way);
+                    }
+                    "nospace" => {
+                        // The space was dropped at the authority: its copy here goes at the next copy.
+                        if *version != 0 && section.version.read() == *version {
+                            cache::retire_section(*way);
+                        }
+                        self.copied_for = None;
                     }
                     _ => {}
                 }
@@ -448,6 +468,19 @@ impl Serving for LeasedSections {
             self.renewed_at_ms = now_ms;
             self.renew(database);
         }
-        raise::serve_from(self, database, until)
+        let mut served = raise::serve_from(self, database, until);
+        // The worker of another database stays while it holds leases: they are renewed, and given
+        // up when idle, rather than left to run out under their calls.
+        served.wanted |= holds_leases(database);
+        served
     }
+}
+
+/// Whether the database has sections held under a lease.
+fn holds_leases(database: pg_sys::Oid) -> bool {
+    let _lock = CACHE.shared();
+    let all = sections();
+    databases::sections_of(database.to_u32())
+        .into_iter()
+        .any(|way| all[way].state.load(Ordering::Relaxed) == READY && all[way].lease_generation.load(Ordering::Relaxed) > 0)
 }
