@@ -379,10 +379,11 @@ c_functions! {
                         if text_changed(c"space")
                             || old.int(c"id") != new.int(c"id")
                             || old.int(c"section_keys") != new.int(c"section_keys")
-                            || old.optional_text(c"text_key_hash") != new.optional_text(c"text_key_hash") =>
+                            || old.optional_text(c"text_key_hash") != new.optional_text(c"text_key_hash")
+                            || old.optional_bool(c"copied") != new.optional_bool(c"copied") =>
                     {
                         refuse(
-                            "the name, id, section_keys and text_key_hash of a sequence space cannot change".into(),
+                            "the name, id, section_keys, text_key_hash and copied of a sequence space cannot change".into(),
                             "They decide which section, and which counter, each key has; changing them would hand numbers out again.",
                             hint,
                         );
