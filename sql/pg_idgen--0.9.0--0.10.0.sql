@@ -17,6 +17,10 @@ CREATE TABLE seq_section_lease (
     generation   bigint NOT NULL CHECK (generation > 0),
     expires_at   timestamptz NOT NULL,
     reusable_at  timestamptz NOT NULL,
+    -- The server that last asked for the section, and when: its holder hands it over at its next
+    -- renewal, and for a lease after that it is this server's to take.
+    wanted_by    text,
+    wanted_at    timestamptz,
     PRIMARY KEY (space, section)
 );
 COMMENT ON TABLE seq_section_lease IS
@@ -74,6 +78,7 @@ CREATE  FUNCTION "seq_lease_status"() RETURNS TABLE (
 	"held_sections" INT,  /* i32 */
 	"taken" bigint,  /* i64 */
 	"released" bigint,  /* i64 */
+	"handed_over" bigint,  /* i64 */
 	"lost" bigint,  /* i64 */
 	"refused" bigint  /* i64 */
 )
@@ -82,7 +87,7 @@ LANGUAGE c /* Rust */
 AS 'MODULE_PATHNAME', 'seq_lease_status_wrapper';
 
 COMMENT ON FUNCTION seq_lease_status() IS
-    'Per-key sequences with a segment authority: sections this database holds under a lease, and the server''s sections taken, released, lost and refused since start.';
+    'Per-key sequences with a segment authority: sections this database holds under a lease, and the server''s sections taken, released, handed over, lost and refused since start.';
 REVOKE EXECUTE ON FUNCTION seq_lease_status() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION seq_lease_status() TO pg_monitor;
 

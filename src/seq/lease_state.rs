@@ -33,7 +33,7 @@ pub struct HeldRecord {
 /// | `holder_start` | creation | written before any process attaches |
 /// | `spaces_asked` | calls that found no space (`mirror`) | atomic, tagged with the database |
 /// | `spaces_copied` | the worker of each database, after a copy | atomic, tagged with the database |
-/// | `taken`, `lost`, `released`, `refused` | the workers | atomic counters |
+/// | `taken`, `lost`, `released`, `handed_over`, `refused` | the workers | atomic counters |
 /// | `held` | the workers | one writer per section; read for messages only |
 #[repr(C)]
 pub struct Leases {
@@ -45,6 +45,7 @@ pub struct Leases {
     pub taken: AtomicU64,
     pub lost: AtomicU64,
     pub released: AtomicU64,
+    pub handed_over: AtomicU64,
     pub refused: AtomicU64,
     held: [HeldRecord; HELD_RECORDS],
 }

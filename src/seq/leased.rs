@@ -33,13 +33,22 @@ const RENEWALS_PER_CALL: usize = 500;
 
 #[pg_extern(volatile, parallel_safe)]
 /// With a segment authority: this database's sections held under a lease now, and the server's
-/// sections taken, released (given up, so that they can move), lost (taken by another server
-/// while this one could not renew) and refused (held by another server) since its start.
+/// sections taken, released (given up when idle, so that they can move), handed over (given up
+/// because another server asked), lost (taken by another server while this one could not renew)
+/// and refused (held by another server) since its start.
 // Why allowed: pgrx takes the columns' names from the `name!` in the signature.
 #[allow(clippy::type_complexity)]
 fn seq_lease_status() -> TableIterator<
     'static,
-    (name!(leased, bool), name!(held_sections, i32), name!(taken, i64), name!(released, i64), name!(lost, i64), name!(refused, i64)),
+    (
+        name!(leased, bool),
+        name!(held_sections, i32),
+        name!(taken, i64),
+        name!(released, i64),
+        name!(handed_over, i64),
+        name!(lost, i64),
+        name!(refused, i64),
+    ),
 > {
     crate::shmem::require_preloaded();
     // SAFETY: this backend's database.
@@ -59,6 +68,7 @@ fn seq_lease_status() -> TableIterator<
         held as i32,
         counter(&leases.taken),
         counter(&leases.released),
+        counter(&leases.handed_over),
         counter(&leases.lost),
         counter(&leases.refused),
     )])
@@ -67,7 +77,7 @@ fn seq_lease_status() -> TableIterator<
 pgrx::extension_sql!(
     r#"
 COMMENT ON FUNCTION seq_lease_status() IS
-    'Per-key sequences with a segment authority: sections this database holds under a lease, and the server''s sections taken, released, lost and refused since start.';
+    'Per-key sequences with a segment authority: sections this database holds under a lease, and the server''s sections taken, released, handed over, lost and refused since start.';
 REVOKE EXECUTE ON FUNCTION seq_lease_status() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION seq_lease_status() TO pg_monitor;
 "#,
@@ -246,12 +256,19 @@ impl LeasedSections {
             let Ok(answers) = self.call(space, *space_id, *section_keys, &requests) else {
                 continue; // the leases run on until their deadline; the next round tries again
             };
-            let _lock = CACHE.exclusive();
-            for ((_, way, version, _), answer) in group.iter().zip(answers) {
+            let mut handed_over = Vec::new();
+            let lock = CACHE.exclusive();
+            for ((_, way, version, request), answer) in group.iter().zip(answers) {
                 let section = &sections()[*way];
                 match answer.outcome.as_str() {
                     "renewed" if section.version.read() == *version => {
                         section.lease_until_ms.fetch_max(sent_ms + self.ttl_ms, Ordering::AcqRel);
+                    }
+                    "wanted" if section.version.read() == *version => {
+                        // Another server asked for it: no number of it here from now on, then the
+                        // release lets that server take it.
+                        cache::retire_section(*way);
+                        handed_over.push(Request { raise: RELEASE, ..*request });
                     }
                     "released" => {
                         LEASES.get().released.fetch_add(1, Ordering::Relaxed);
@@ -269,6 +286,10 @@ impl LeasedSections {
                     }
                     _ => {}
                 }
+            }
+            drop(lock);
+            if !handed_over.is_empty() && self.call(space, *space_id, *section_keys, &handed_over).is_ok() {
+                LEASES.get().handed_over.fetch_add(handed_over.len() as u64, Ordering::Relaxed);
             }
         }
         worker::notify_published();

@@ -102,9 +102,9 @@ fn seq_key_in_space(space: TextBytes, key: TextBytes, fcinfo: pg_sys::FunctionCa
     require_deterministic_argument(unsafe { (*fcinfo).fncollation }, "seq_key()");
     // The row, not this backend's copy: nothing here finds out that the copy is stale.
     SPACE.check(space.0);
-    let info = space_row(space.0, Deadline::new().ms());
+    let info = find_space(space.0, &mut Deadline::new());
     remember(space.0, info);
-    let Some(info) = info else { SPACE.unknown(space.0, "It is not in seq_space.", Some(CREATE_SPACE)) };
+    let Some(info) = info else { unknown_space(space.0) };
     Key::Text(key.0).in_space(&info).unwrap_or_else(|| secret_missing(space.0))
 }
 
@@ -310,16 +310,7 @@ fn load_section(space: &[u8], key: Key, database: u32, deadline: &mut Deadline, 
         pgrx::check_for_interrupts!();
         let info = find_space(space, deadline);
         let number = remember(space, info);
-        let Some(info) = info else {
-            if leased::leased() {
-                SPACE.unknown(
-                    space,
-                    "The segment authority (pg_idgen.segment_authority) does not have it.",
-                    Some("Create it at the authority with seq_space_create(space)."),
-                )
-            }
-            SPACE.unknown(space, "It is not in seq_space.", Some(CREATE_SPACE))
-        };
+        let Some(info) = info else { unknown_space(space) };
         let key = key.in_space(&info).unwrap_or_else(|| secret_missing(space));
         let (section, index) = split(key, info.section_keys);
         let id = section_id(database, &info, section);
@@ -383,6 +374,19 @@ fn find_space(space: &[u8], deadline: &mut Deadline) -> Option<Space> {
         Some(info) if info.copied != leased::leased() => mirror::refuse_mixed(space, info.copied),
         found => found,
     }
+}
+
+/// A space that `find_space` did not find: 42704, with where it would be.
+#[cold]
+fn unknown_space(space: &[u8]) -> ! {
+    if leased::leased() {
+        SPACE.unknown(
+            space,
+            "The segment authority (pg_idgen.segment_authority) does not have it.",
+            Some("Create it at the authority with seq_space_create(space)."),
+        )
+    }
+    SPACE.unknown(space, "It is not in seq_space.", Some(CREATE_SPACE))
 }
 
 /// Waits until the section's lease is renewed (or the section retired: it went to another server).
@@ -456,11 +460,16 @@ fn no_numbers_in_time(space: &[u8], way: Option<usize>) {
         if let Some(holder) = way.and_then(leased::holder_of) {
             errors::raise(
                 PgSqlErrorCode::ERRCODE_OBJECT_IN_USE,
-                format!("{subject}: another server serves the key's section: {holder}"),
+                // A holder's name, or why no server may take the section yet ("(none: …)").
+                if holder.starts_with('(') {
+                    format!("{subject}: the segment authority gives the key's section to no server yet {holder}")
+                } else {
+                    format!("{subject}: another server serves the key's section: {holder}")
+                },
                 Some(format!(
-                    "The segment authority leases each section to one server at a time; the call waited pg_idgen.segment_wait_timeout ({timeout_ms} ms) for it to be given up."
+                    "The segment authority leases each section to one server at a time; the call asked for it and waited pg_idgen.segment_wait_timeout ({timeout_ms} ms) for it to be handed over."
                 )),
-                Some("Send the calls of a key to one server (route by key); a section no call uses for pg_idgen.seq_lease_ttl is given up, and moves."),
+                Some("Send the calls of a key to one server (route by key): the holder hands a section over at its next renewal, every third of pg_idgen.seq_lease_ttl."),
             )
         }
         let status = crate::remote::authority();

@@ -52,6 +52,10 @@ CREATE TABLE seq_section_lease (
     generation   bigint NOT NULL CHECK (generation > 0),
     expires_at   timestamptz NOT NULL,
     reusable_at  timestamptz NOT NULL,
+    -- The server that last asked for the section, and when: its holder hands it over at its next
+    -- renewal, and for a lease after that it is this server's to take.
+    wanted_by    text,
+    wanted_at    timestamptz,
     PRIMARY KEY (space, section)
 );
 COMMENT ON TABLE seq_section_lease IS

@@ -37,6 +37,9 @@ use crate::{authority_call, errors, settings, worker};
 pub const RENEW: i64 = -1;
 pub const RELEASE: i64 = -2;
 
+/// The holder of a stand-in lease, for a section whose lease row was lost.
+const LOST_ROW: &str = "(none: the section's lease row was lost, and its holder may still serve it for a lease)";
+
 /// The most sections one call may name.
 const MAX_REQUESTS: usize = 10_000;
 
@@ -82,14 +85,18 @@ fn pg_idgen_seq_spaces() -> TableIterator<
 /// How a request relates to the lease the authority has for its section.
 enum Lease {
     None,
-    /// Held by the caller's server start, with this generation.
-    ThisStart(i64),
-    /// Held by an earlier start of the caller's server (which is gone): its to take at once.
+    /// Held by the caller's server start, with this generation; whether another server asked for it.
+    ThisStart(i64, bool),
+    /// Held by an earlier start of the caller's server whose lease and margin have passed. (One
+    /// whose lease runs is held, as another server's: a copy of a server, run beside it, has its
+    /// name.)
     EarlierStart(i64),
     /// Held by another server whose lease and margin have passed.
     Lapsed(i64),
     /// Held by another server (its name).
     Held(String),
+    /// Handed over by its holder to another server that asked (its name), which may take it first.
+    Promised(String),
 }
 
 #[allow(clippy::too_many_arguments, clippy::type_complexity)]
@@ -159,8 +166,21 @@ fn pg_idgen_seq_sections(
     else {
         errors::raise(PgSqlErrorCode::ERRCODE_UNDEFINED_TABLE, "pg_idgen's sequence tables do not exist at the authority".into(), None, None)
     };
-    let store = Store { holder, holder_start, ttl_ms, margin_ms, space: space.0, space_id, section_keys, spaces, sections: section_table, leases };
-    let starting = store.in_start_wait(own.seq_lease_ttl_ms + own.seq_lease_margin_ms);
+    let longest_ms = (own.seq_lease_ttl_ms + own.seq_lease_margin_ms) as i64;
+    let store = Store {
+        holder,
+        holder_start,
+        ttl_ms,
+        margin_ms,
+        longest_ms,
+        space: space.0,
+        space_id,
+        section_keys,
+        spaces,
+        sections: section_table,
+        leases,
+    };
+    let starting = store.in_start_wait();
     let space_here = store.space_is_here();
     let answers: Vec<_> = (0..n).map(|i| store.answer(sections[i], generations[i], raises[i], limits[i], starting, space_here)).collect();
     TableIterator::new(answers)
@@ -172,6 +192,8 @@ struct Store<'a> {
     holder_start: &'a str,
     ttl_ms: i32,
     margin_ms: i32,
+    /// The longest lease and margin this authority gives (its own settings).
+    longest_ms: i64,
     space: &'a [u8],
     space_id: i32,
     section_keys: i32,
@@ -193,11 +215,11 @@ impl Store<'_> {
 
     /// Whether the authority's server started less than `longest_ms` ago: its rows may be older
     /// than what holders served (it may be a restored copy), and only they can say.
-    fn in_start_wait(&self, longest_ms: u64) -> bool {
+    fn in_start_wait(&self) -> bool {
         Spi::get_one_with_args::<bool>(
             "SELECT pg_catalog.now() OPERATOR(pg_catalog.<) (pg_catalog.pg_postmaster_start_time()
                     OPERATOR(pg_catalog.+) pg_catalog.make_interval(secs => $1::pg_catalog.float8 OPERATOR(pg_catalog./) 1000))",
-            &[(longest_ms as i64).into()],
+            &[self.longest_ms.into()],
         )
         .ok()
         .flatten()
@@ -210,18 +232,25 @@ impl Store<'_> {
         self.run("SELECT pg_catalog.pg_advisory_xact_lock(pg_catalog.hashtextextended($1, $2))", |sql| {
             Spi::run_with_args(sql, &[tables::text_arg(self.space), section.into()])
         });
+        // Promised: given up for another server that asked, which may take it first for a lease.
         const LEASE: &str = "SELECT l.generation,
-                    CASE WHEN l.holder OPERATOR(pg_catalog.=) $3 AND l.holder_start OPERATOR(pg_catalog.=) $4 THEN 'this start'
-                         WHEN l.holder OPERATOR(pg_catalog.=) $3 THEN 'earlier start'
+                    CASE WHEN l.reusable_at OPERATOR(pg_catalog.<=) pg_catalog.now() AND l.wanted_by OPERATOR(pg_catalog.<>) $3
+                              AND l.wanted_at OPERATOR(pg_catalog.>) (pg_catalog.now() OPERATOR(pg_catalog.-)
+                                  pg_catalog.make_interval(secs => $5::pg_catalog.float8 OPERATOR(pg_catalog./) 1000)) THEN 'promised'
+                         WHEN l.holder OPERATOR(pg_catalog.=) $3 AND l.holder_start OPERATOR(pg_catalog.=) $4
+                              AND l.wanted_by IS NOT NULL THEN 'this start, wanted'
+                         WHEN l.holder OPERATOR(pg_catalog.=) $3 AND l.holder_start OPERATOR(pg_catalog.=) $4 THEN 'this start'
+                         WHEN l.holder OPERATOR(pg_catalog.=) $3 AND l.reusable_at OPERATOR(pg_catalog.<=) pg_catalog.now() THEN 'earlier start'
                          WHEN l.reusable_at OPERATOR(pg_catalog.<=) pg_catalog.now() THEN 'lapsed'
                          ELSE 'held' END,
-                    l.holder
+                    CASE WHEN l.reusable_at OPERATOR(pg_catalog.<=) pg_catalog.now() AND l.wanted_by IS NOT NULL
+                         THEN l.wanted_by ELSE l.holder END
                FROM ONLY {leases} AS l
               WHERE l.space OPERATOR(pg_catalog.=) $1 AND l.section OPERATOR(pg_catalog.=) $2
                 FOR UPDATE";
         let row = self.run(LEASE, |sql| {
             Spi::connect(|client| {
-                let args = [tables::text_arg(self.space), section.into(), self.holder.into(), self.holder_start.into()];
+                let args = [tables::text_arg(self.space), section.into(), self.holder.into(), self.holder_start.into(), self.ttl_ms.into()];
                 let table = client.select(sql, Some(1), &args)?;
                 if table.is_empty() {
                     return Ok((None, None, None)); // never leased (or its row went)
@@ -231,9 +260,11 @@ impl Store<'_> {
         });
         match row {
             (Some(generation), Some(relation), holder) => match relation.as_str() {
-                "this start" => Lease::ThisStart(generation),
+                "this start" => Lease::ThisStart(generation, false),
+                "this start, wanted" => Lease::ThisStart(generation, true),
                 "earlier start" => Lease::EarlierStart(generation),
                 "lapsed" => Lease::Lapsed(generation),
+                "promised" => Lease::Promised(holder.unwrap_or_default()),
                 _ => Lease::Held(holder.unwrap_or_default()),
             },
             _ => Lease::None,
@@ -248,7 +279,10 @@ impl Store<'_> {
                      pg_catalog.now() OPERATOR(pg_catalog.+) pg_catalog.make_interval(secs => ($6 OPERATOR(pg_catalog.+) $7)::pg_catalog.float8 OPERATOR(pg_catalog./) 1000))
              ON CONFLICT (space, section) DO UPDATE
                 SET holder = EXCLUDED.holder, holder_start = EXCLUDED.holder_start, generation = EXCLUDED.generation,
-                    expires_at = EXCLUDED.expires_at, reusable_at = EXCLUDED.reusable_at";
+                    expires_at = EXCLUDED.expires_at, reusable_at = EXCLUDED.reusable_at,
+                    -- A renewal keeps another server's request, a take answers it.
+                    wanted_by = CASE WHEN l.generation OPERATOR(pg_catalog.=) EXCLUDED.generation THEN l.wanted_by END,
+                    wanted_at = CASE WHEN l.generation OPERATOR(pg_catalog.=) EXCLUDED.generation THEN l.wanted_at END";
         self.run(WRITE, |sql| {
             Spi::run_with_args(
                 sql,
@@ -342,7 +376,7 @@ impl Store<'_> {
         }
         if raise == RELEASE {
             return match lease {
-                Lease::ThisStart(held) if held == generation => {
+                Lease::ThisStart(held, _) if held == generation => {
                     self.write_lease_ended(section);
                     answer("released", generation, None, None)
                 }
@@ -353,16 +387,18 @@ impl Store<'_> {
             // The caller serves the section: it keeps it if the lease is its own, or if the row is
             // older than the lease it holds (the authority went back; its renewal restores it).
             let keeps = match lease {
-                Lease::ThisStart(held) => held <= generation,
+                Lease::ThisStart(held, _) => held <= generation,
                 Lease::None => true,
-                Lease::EarlierStart(_) | Lease::Lapsed(_) | Lease::Held(_) => false,
+                Lease::EarlierStart(_) | Lease::Lapsed(_) | Lease::Held(_) | Lease::Promised(_) => false,
             };
             if !keeps {
                 return answer("lost", generation, None, None);
             }
             if raise == RENEW {
                 self.write_lease(section, generation);
-                return answer("renewed", generation, None, None);
+                // Another server asked for it: the holder gives it up (retired there first).
+                let wanted = matches!(lease, Lease::ThisStart(_, true));
+                return answer(if wanted { "wanted" } else { "renewed" }, generation, None, None);
             }
             return match self.raise(section, raise, false) {
                 Some(raised) => {
@@ -373,13 +409,24 @@ impl Store<'_> {
             };
         }
         let last = match lease {
-            Lease::Held(holder) => return answer("held", 0, None, Some(holder)),
+            Lease::Held(holder) => {
+                self.ask_holder(section);
+                return answer("held", 0, None, Some(holder));
+            }
+            Lease::Promised(to) => return answer("held", 0, None, Some(format!("(handed over to {to})"))),
             // A row that may be older than the truth: its holder may still be serving.
             Lease::None | Lease::Lapsed(_) | Lease::EarlierStart(_) if starting => {
                 return answer("held", 0, None, Some("(none: the authority waits a lease and margin after its start)".into()))
             }
+            // A section served before, whose lease row is gone (deleted, the table emptied): its
+            // holder may still be serving it. A stand-in lease keeps it for the longest lease and
+            // margin; the holder's next renewal finds it lost.
+            Lease::None if self.was_served(section) => {
+                self.write_stand_in(section);
+                return answer("held", 0, None, Some(LOST_ROW.into()));
+            }
             Lease::None => 0,
-            Lease::ThisStart(last) | Lease::EarlierStart(last) | Lease::Lapsed(last) => last,
+            Lease::ThisStart(last, _) | Lease::EarlierStart(last) | Lease::Lapsed(last) => last,
         };
         match self.raise(section, raise, true) {
             Some(raised) => {
@@ -389,6 +436,30 @@ impl Store<'_> {
             }
             None => answer("nospace", 0, None, None),
         }
+    }
+
+    /// Whether the section has a maximum here: it was served before.
+    fn was_served(&self, section: i64) -> bool {
+        const SERVED: &str = "SELECT true FROM ONLY {sections} AS s WHERE s.space OPERATOR(pg_catalog.=) $1 AND s.section OPERATOR(pg_catalog.=) $2";
+        self.run(SERVED, |sql| Spi::connect(|client| Ok(!client.select(sql, Some(1), &[tables::text_arg(self.space), section.into()])?.is_empty())))
+    }
+
+    /// A lease held by nobody for the longest lease and margin: what a lost row of a live holder
+    /// may have promised it.
+    fn write_stand_in(&self, section: i64) {
+        const STAND_IN: &str = "INSERT INTO {leases} (space, section, holder, holder_start, generation, expires_at, reusable_at)
+             VALUES ($1, $2, $3, '', 1, pg_catalog.now(),
+                     pg_catalog.now() OPERATOR(pg_catalog.+) pg_catalog.make_interval(secs => $4::pg_catalog.float8 OPERATOR(pg_catalog./) 1000))
+             ON CONFLICT (space, section) DO NOTHING";
+        self.run(STAND_IN, |sql| Spi::run_with_args(sql, &[tables::text_arg(self.space), section.into(), LOST_ROW.into(), self.longest_ms.into()]));
+    }
+
+    /// Records that a server asked for the section another holds: its holder learns it at its next
+    /// renewal, stops serving the section and releases it.
+    fn ask_holder(&self, section: i64) {
+        const ASK: &str = "UPDATE ONLY {leases} SET wanted_by = $3, wanted_at = pg_catalog.now()
+          WHERE space OPERATOR(pg_catalog.=) $1 AND section OPERATOR(pg_catalog.=) $2";
+        self.run(ASK, |sql| Spi::run_with_args(sql, &[tables::text_arg(self.space), section.into(), self.holder.into()]));
     }
 
     /// Ends the caller's lease now: another server may take the section at once.
