@@ -1,0 +1,589 @@
+//! System tests of servers that serve per-key sequences of one segment authority's spaces, each
+//! section leased to one server at a time (`pg_idgen.segment_authority`, src/seq/leased.rs): keys
+//! routed to their server, keys that move between servers, holders that die or are cut off, an
+//! authority that restarts or loses its leases. Every number a client saw is kept (as rows of its
+//! server, or client-side when its transaction rolled back) and no number of a key may repeat.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use pg_idgen_system_tests::{scaled, sqlstate, started_cluster, Client, Cluster, Stopped};
+
+/// Short leases, so that the tests see them end: renewed every second, given up after 3 s unused.
+const TTL: &str = "pg_idgen.seq_lease_ttl = '3s'";
+const MARGIN: &str = "pg_idgen.seq_lease_margin = '500ms'";
+const TTL_MS: u64 = 3000;
+const MARGIN_MS: u64 = 500;
+
+/// How many neighbouring keys share a section in the spaces of these tests.
+const SECTION_KEYS: i64 = 256;
+
+/// How long a call waits for its section: longer than a section takes to move (its holder gives it
+/// up after a whole lease unused, at its next renewal: 3 s + 1 s; then the lease and margin).
+const LONG_WAIT: &str = "pg_idgen.segment_wait_timeout = '10s'";
+
+fn conninfo_as(cluster: &Cluster, user: &str) -> String {
+    format!("host={} port={} dbname=postgres user={user}", cluster.socket_dir(), cluster.port)
+}
+
+/// The authority: the spaces `orders` (step 50), `issues` (step 20) and `big` (step 1,000,000),
+/// all of 256 keys a section, and the role `idgen` the servers call it as, which may only call the two functions.
+fn authority(name: &str) -> Cluster {
+    let authority = started_cluster(name, &[TTL, MARGIN]);
+    authority
+        .connect()
+        .batch_execute(
+            "SELECT seq_space_create('orders', step => 50, section_keys => 256);
+             SELECT seq_space_create('issues', step => 20, section_keys => 256);
+             SELECT seq_space_create('big', step => 1000000, section_keys => 256);
+             CREATE ROLE idgen LOGIN;
+             GRANT EXECUTE ON FUNCTION pg_idgen_seq_spaces(),
+                   pg_idgen_seq_sections(text, text, int, int, text, int, int, bigint[], bigint[], bigint[], bigint[]) TO idgen",
+        )
+        .unwrap();
+    authority
+}
+
+/// `count` servers of `authority`'s spaces, each with a table `got` for the numbers its clients
+/// store, waiting `wait` for a section.
+fn servers(prefix: &str, authority: &Cluster, count: usize, wait: &str) -> Vec<Cluster> {
+    let setting = format!("pg_idgen.segment_authority = '{}'", conninfo_as(authority, "idgen"));
+    let settings = [setting.as_str(), TTL, MARGIN, wait, "pg_idgen.remote_timeout = '1s'"];
+    (0..count)
+        .map(|i| {
+            let server = started_cluster(&format!("{prefix}{i}"), &settings);
+            server.connect().batch_execute("CREATE TABLE got (client int, stmt int, o int, key bigint, v bigint)").unwrap();
+            server
+        })
+        .collect()
+}
+
+/// The cluster name a server has at the authority (its directory's name).
+fn cluster_name(cluster: &Cluster) -> String {
+    cluster.dir.file_name().unwrap().to_string_lossy().into_owned()
+}
+
+/// One number a client got: from which client (unique over the test), in which of its statements
+/// and at which place of it (the order it asked in), of which key.
+#[derive(Clone, Copy, Debug)]
+struct Taken {
+    client: i32,
+    stmt: i32,
+    o: i32,
+    key: i64,
+    v: i64,
+}
+
+/// How a statement takes its numbers.
+#[derive(Clone, Copy, PartialEq)]
+enum Mode {
+    /// `INSERT INTO got … seq_next(…)`: the numbers are rows of the server.
+    Insert,
+    /// `SELECT … seq_next(…)` in a transaction that rolls back: the client keeps the numbers.
+    RolledBack,
+    /// `SELECT … seq_next(…)` on its own: the client keeps the numbers.
+    Fetched,
+}
+
+/// One statement: `seq_next(space, k)` for each key of `keys`, in their order.
+fn statement(db: &mut Client, space: &str, client: i32, stmt: i32, keys: &[i64], mode: Mode) -> Result<Vec<Taken>, postgres::Error> {
+    if mode == Mode::Insert {
+        db.execute(
+            "INSERT INTO got SELECT $1, $2, o::int, k, seq_next($4, k) FROM unnest($3::bigint[]) WITH ORDINALITY AS u(k, o)",
+            &[&client, &stmt, &keys, &space],
+        )?;
+        return Ok(Vec::new());
+    }
+    if mode == Mode::RolledBack {
+        db.batch_execute("BEGIN")?;
+    }
+    let rows = db.query("SELECT o::int, k, seq_next($2, k) FROM unnest($1::bigint[]) WITH ORDINALITY AS u(k, o)", &[&keys, &space]);
+    if mode == Mode::RolledBack {
+        // Why regardless of the outcome: a failed statement leaves the transaction to end.
+        db.batch_execute("ROLLBACK")?;
+    }
+    Ok(rows?.iter().map(|r| Taken { client, stmt, o: r.get(0), key: r.get(1), v: r.get(2) }).collect())
+}
+
+/// What one client saw: the numbers it kept itself (the others are rows of `got`), when each
+/// statement succeeded, and the errors (SQLSTATE, message).
+#[derive(Default)]
+struct Seen {
+    kept: Vec<Taken>,
+    done: Vec<(i32, Instant)>,
+    errors: Vec<(Instant, String, String)>,
+}
+
+fn error_text(error: &postgres::Error) -> String {
+    error.as_db_error().map(|e| e.message().to_string()).unwrap_or_else(|| error.to_string())
+}
+
+/// A client that runs the statements of `script` once each, every fifth in a transaction that
+/// rolls back, the others as inserts; stops at the first error.
+fn scripted(cluster: &Cluster, client: i32, script: Vec<Vec<i64>>) -> thread::JoinHandle<Seen> {
+    let mut db = cluster.connect();
+    thread::spawn(move || {
+        let mut seen = Seen::default();
+        for (stmt, keys) in script.iter().enumerate() {
+            let stmt = stmt as i32;
+            let mode = if stmt % 5 == 4 { Mode::RolledBack } else { Mode::Insert };
+            match statement(&mut db, "orders", client, stmt, keys, mode) {
+                Ok(kept) => {
+                    seen.kept.extend(kept);
+                    seen.done.push((stmt, Instant::now()));
+                }
+                Err(error) => {
+                    seen.errors.push((Instant::now(), sqlstate(&error), error_text(&error)));
+                    break;
+                }
+            }
+        }
+        seen
+    })
+}
+
+/// A client that takes numbers of `keys` of `space` until stopped: inserted, fetched and rolled
+/// back in turn. Errors are recorded and the client goes on, until its server is gone.
+fn looping(cluster: &Cluster, space: &'static str, client: i32, keys: Vec<i64>, stop: Arc<AtomicBool>) -> thread::JoinHandle<Seen> {
+    let mut db = cluster.connect();
+    thread::spawn(move || {
+        let mut seen = Seen::default();
+        let mut stmt = 0;
+        while !stop.load(Ordering::Relaxed) {
+            let mode = [Mode::Insert, Mode::Fetched, Mode::RolledBack][stmt as usize % 3];
+            match statement(&mut db, space, client, stmt, &keys, mode) {
+                Ok(kept) => {
+                    seen.kept.extend(kept);
+                    seen.done.push((stmt, Instant::now()));
+                }
+                Err(error) => {
+                    seen.errors.push((Instant::now(), sqlstate(&error), error_text(&error)));
+                    if db.is_closed() {
+                        break;
+                    }
+                    thread::sleep(Duration::from_millis(50));
+                }
+            }
+            stmt += 1;
+        }
+        seen
+    })
+}
+
+/// The rows of `got` on a server.
+fn stored(cluster: &Cluster) -> Vec<Taken> {
+    let rows = cluster.connect().query("SELECT client, stmt, o, key, v FROM got", &[]).unwrap();
+    rows.iter().map(|r| Taken { client: r.get(0), stmt: r.get(1), o: r.get(2), key: r.get(3), v: r.get(4) }).collect()
+}
+
+/// Every number of the servers' tables and of the clients' own lists.
+fn every_number(servers: &[&Cluster], seen: &[&Seen]) -> Vec<Taken> {
+    let mut all: Vec<Taken> = servers.iter().flat_map(|s| stored(s)).collect();
+    all.extend(seen.iter().flat_map(|s| s.kept.iter().copied()));
+    all
+}
+
+/// Asserts that no number of a key repeats over `all`, and that each client's numbers of a key
+/// strictly increase in the order it asked for them.
+fn assert_no_repeat_and_increasing(all: &[Taken], what: &str) {
+    let mut numbers = HashSet::new();
+    let repeats: Vec<&Taken> = all.iter().filter(|t| !numbers.insert((t.key, t.v))).collect();
+    assert!(repeats.is_empty(), "{what}: {} of {} numbers repeat, e.g. {:?}", repeats.len(), all.len(), &repeats[..repeats.len().min(5)]);
+    let mut per_client: HashMap<(i32, i64), Vec<&Taken>> = HashMap::new();
+    for taken in all {
+        per_client.entry((taken.client, taken.key)).or_default().push(taken);
+    }
+    for ((client, key), mut taken) in per_client {
+        taken.sort_by_key(|t| (t.stmt, t.o));
+        for pair in taken.windows(2) {
+            assert!(pair[1].v > pair[0].v, "{what}: client {client}'s numbers of key {key} do not increase: {:?} then {:?}", pair[0], pair[1]);
+        }
+    }
+}
+
+/// Asserts that for each key, every number of `later` is above every number of `earlier`.
+fn assert_above(earlier: &[Taken], later: &[Taken], what: &str) {
+    let mut highest: HashMap<i64, i64> = HashMap::new();
+    for t in earlier {
+        let max = highest.entry(t.key).or_insert(i64::MIN);
+        *max = (*max).max(t.v);
+    }
+    let below: Vec<(&Taken, i64)> = later.iter().filter_map(|t| highest.get(&t.key).filter(|&&max| t.v <= max).map(|&max| (t, max))).collect();
+    assert!(below.is_empty(), "{what}: {} numbers not above the earlier ones of their key, e.g. {:?}", below.len(), &below[..below.len().min(5)]);
+}
+
+/// Which of three servers a key is routed to: its section's, round robin.
+fn owner(key: i64) -> usize {
+    key.div_euclid(SECTION_KEYS).rem_euclid(3) as usize
+}
+
+/// Client `c`'s statements on the keys routed to server `s`: a hot key 50 times, 100 keys in two
+/// sections, and 200 keys spread over 0 to 100,000 (each client its own), ten rounds of each.
+fn script_of(s: usize, c: usize) -> Vec<Vec<i64>> {
+    let s = s as i64;
+    let hot = SECTION_KEYS * (30 + s) + 5;
+    let hundred: Vec<i64> = (0..50).map(|j| SECTION_KEYS * (60 + s) + j * 5).chain((0..50).map(|j| SECTION_KEYS * (63 + s) + j)).collect();
+    let mut spread = (0..).map(|j: i64| (j * 48_271 + c as i64 * 7_919) % 100_000).filter(|&k| owner(k) == s as usize);
+    let mut script = Vec::new();
+    for _ in 0..10 {
+        script.push(vec![hot; 50]);
+        script.push(hundred.clone());
+        script.push(spread.by_ref().take(200).collect());
+    }
+    script
+}
+
+/// Runs 4 scripted clients on each server, server `s` on the keys of server `route(s)`; asserts
+/// that none failed and returns what they saw. Client ids: `phase * 1000 + s * 10 + c`.
+fn run_phase(servers: &[Cluster], phase: i32, route: impl Fn(usize) -> usize) -> Vec<Seen> {
+    let clients: Vec<_> = servers
+        .iter()
+        .enumerate()
+        .flat_map(|(s, server)| {
+            let route = route(s);
+            (0..4).map(move |c| scripted(server, phase * 1000 + s as i32 * 10 + c as i32, script_of(route, c))).collect::<Vec<_>>()
+        })
+        .collect();
+    let seen: Vec<Seen> = clients.into_iter().map(|c| c.join().unwrap()).collect();
+    for (i, s) in seen.iter().enumerate() {
+        assert!(s.errors.is_empty(), "phase {phase}, client {i} failed: {:?}", s.errors);
+    }
+    seen
+}
+
+/// Claim: three servers of one authority, 4 clients each, taking `seq_next('orders', key)` for a
+/// hot key, 100 keys and keys spread over 0 to 100,000 (as rows of their server, every fifth
+/// statement rolled back with its numbers kept by the client): first each server its own keys
+/// (routed by section), then each server the keys another server used before (which stopped
+/// calling them, so their sections move) — no number of a key repeats across servers and clients,
+/// each client's numbers of a key increase, and every number after the move is above every
+/// number of its key before it.
+#[test]
+fn three_servers_number_routed_and_moved_keys_without_a_repeat() {
+    let authority = authority("sections-authority");
+    let servers = servers("sections-server", &authority, 3, LONG_WAIT);
+    let started = Instant::now();
+    let routed = run_phase(&servers, 1, |s| s);
+    let routed_took = started.elapsed();
+    let moved_at = Instant::now();
+    let moved = run_phase(&servers, 2, |s| (s + 1) % 3);
+    let moved_took = moved_at.elapsed();
+
+    let all = every_number(&servers.iter().collect::<Vec<_>>(), &routed.iter().chain(&moved).collect::<Vec<_>>());
+    // 4 clients × 3 servers × 10 rounds × (50 + 100 + 200) numbers per phase.
+    assert_eq!(all.len(), 2 * 12 * 10 * 350, "every number was kept");
+    assert_no_repeat_and_increasing(&all, "routed, then moved");
+    let (before, after): (Vec<Taken>, Vec<Taken>) = all.iter().partition(|t| t.client < 2000);
+    assert_above(&before, &after, "moved keys");
+    eprintln!("routed phase {routed_took:?}, moved phase {moved_took:?}, {} numbers", all.len());
+}
+
+/// Claim: a holder killed with SIGKILL under load: another server calling its keys gets them
+/// after the lease and margin, with numbers above every number the dead one handed out (its
+/// committed rows, read after its restart, and the numbers its clients saw), and no repeat.
+#[test]
+fn a_killed_holders_keys_go_on_above_its_numbers() {
+    let authority = authority("killed-authority");
+    let servers = servers("killed-server", &authority, 2, LONG_WAIT);
+    let keys: Vec<i64> = [vec![5; 20], (256..356).collect(), (0..100).map(|j| j * 3 * SECTION_KEYS + 17).collect()].concat();
+    let stop = Arc::new(AtomicBool::new(false));
+    let clients: Vec<_> = (0..3).map(|c| looping(&servers[0], "orders", c, keys.clone(), stop.clone())).collect();
+    let deadline = Instant::now() + scaled(Duration::from_secs(30));
+    let mut loaded = servers[0].connect();
+    while !loaded.query_one("SELECT count(DISTINCT client) = 3 AND count(*) > 5000 FROM got", &[]).unwrap().get::<_, bool>(0) {
+        assert!(Instant::now() < deadline, "the clients of the holder made no progress");
+        thread::sleep(Duration::from_millis(100));
+    }
+    drop(loaded);
+    servers[0].kill9();
+    let killed_at = Instant::now();
+    let dead: Vec<Seen> = clients.into_iter().map(|c| c.join().unwrap()).collect();
+    stop.store(true, Ordering::Relaxed);
+
+    let mut script = Vec::new();
+    for _ in 0..5 {
+        script.push(keys.clone());
+    }
+    let taker = scripted(&servers[1], 100, script).join().unwrap();
+    assert!(taker.errors.is_empty(), "the other server could not take the dead one's keys: {:?}", taker.errors);
+    let first = taker.done[0].1 - killed_at;
+    servers[0].restart_after_crash();
+
+    let dead_numbers: Vec<Taken> = every_number(&[&servers[0]], &dead.iter().collect::<Vec<_>>());
+    let taken_numbers: Vec<Taken> = every_number(&[&servers[1]], &[&taker]);
+    assert!(dead_numbers.len() > 5000, "the dead holder had handed out numbers ({})", dead_numbers.len());
+    assert_eq!(taken_numbers.len(), 5 * keys.len(), "every number of the taker was kept");
+    assert_above(&dead_numbers, &taken_numbers, "the taker's numbers");
+    let all: Vec<Taken> = dead_numbers.into_iter().chain(taken_numbers).collect();
+    assert_no_repeat_and_increasing(&all, "before and after the kill");
+    eprintln!("the other server's first statement ended {first:?} after the kill");
+}
+
+/// The pids of a server's pg_idgen workers.
+fn worker_pids(cluster: &Cluster) -> Vec<String> {
+    let rows = cluster.connect().query("SELECT pid FROM pg_stat_activity WHERE backend_type = 'pg_idgen worker'", &[]).unwrap();
+    let pids: Vec<String> = rows.iter().map(|r| r.get::<_, i32>(0).to_string()).collect();
+    assert!(!pids.is_empty(), "no pg_idgen worker");
+    pids
+}
+
+/// Claim: a holder whose worker is cut from the authority (stopped with SIGSTOP, so it renews
+/// nothing) while a client keeps calling: its calls stop succeeding within the lease (+ 1 s) of
+/// the cut, before another server's first number of the key, whose numbers are all above the
+/// holder's; no number repeats, also after the worker goes on (SIGCONT).
+#[test]
+fn a_holder_cut_from_the_authority_stops_before_another_takes_over() {
+    let authority = authority("cut-authority");
+    let servers = servers("cut-server", &authority, 2, LONG_WAIT);
+    let keys = vec![5_i64; 20];
+    let stop = Arc::new(AtomicBool::new(false));
+    let holder = looping(&servers[0], "big", 1, keys.clone(), stop.clone());
+    let mut db = servers[0].connect();
+    let deadline = Instant::now() + scaled(Duration::from_secs(30));
+    while db.query_one("SELECT count(*) FROM got", &[]).unwrap().get::<_, i64>(0) < 200 {
+        assert!(Instant::now() < deadline, "the holder's client made no progress");
+        thread::sleep(Duration::from_millis(100));
+    }
+    let frozen = Stopped::processes(worker_pids(&servers[0]));
+    let cut_at = Instant::now();
+    let taker = looping(&servers[1], "big", 2, keys.clone(), stop.clone());
+    let mut taken = servers[1].connect();
+    let deadline = Instant::now() + scaled(Duration::from_secs(30));
+    while taken.query_one("SELECT count(*) FROM got", &[]).unwrap().get::<_, i64>(0) == 0 {
+        assert!(Instant::now() < deadline, "the other server got no number of the key in 30 s");
+        thread::sleep(Duration::from_millis(100));
+    }
+    thread::sleep(Duration::from_secs(1));
+    drop(frozen);
+    let thawed_at = Instant::now();
+    thread::sleep(Duration::from_secs(3));
+    stop.store(true, Ordering::Relaxed);
+    let holder = holder.join().unwrap();
+    let taker = taker.join().unwrap();
+
+    let taker_first = taker.done.first().map(|d| d.1).expect("the other server never got a number of the key");
+    let last_before_thaw = holder.done.iter().map(|d| d.1).filter(|&t| t < thawed_at).max().unwrap();
+    let lease = Duration::from_millis(TTL_MS);
+    assert!(
+        last_before_thaw <= cut_at + lease + scaled(Duration::from_secs(1)),
+        "the cut holder served {:?} after the cut (lease {lease:?})",
+        last_before_thaw - cut_at
+    );
+    assert!(
+        last_before_thaw < taker_first,
+        "the cut holder served until {:?} after the cut, the other server's first number came {:?} after it",
+        last_before_thaw - cut_at,
+        taker_first - cut_at
+    );
+    assert!(
+        taker_first >= cut_at + Duration::from_millis(TTL_MS / 3 + MARGIN_MS),
+        "the other server served {:?} after the cut, before the holder's last renewal could have run out",
+        taker_first - cut_at
+    );
+    let holder_stmts: HashSet<i32> = holder.done.iter().filter(|d| d.1 < thawed_at).map(|d| d.0).collect();
+    let all = every_number(&servers.iter().collect::<Vec<_>>(), &[&holder, &taker]);
+    let (before, after): (Vec<Taken>, Vec<Taken>) = all.iter().partition(|t| t.client == 1 && holder_stmts.contains(&t.stmt));
+    let taker_numbers: Vec<Taken> = after.iter().filter(|t| t.client == 2).copied().collect();
+    assert_above(&before, &taker_numbers, "the other server's numbers");
+    assert_no_repeat_and_increasing(&all, "cut holder and taker");
+    eprintln!(
+        "cut holder's last number {:?} after the cut, the other's first {:?}; holder errors {:?}",
+        last_before_thaw - cut_at,
+        taker_first - cut_at,
+        holder.errors.iter().map(|e| (e.0 - cut_at, e.1.clone())).collect::<Vec<_>>()
+    );
+}
+
+/// Waits until every server of `servers` has stored the rows of 3 more statements, while no
+/// client of `clients` ended.
+fn progress(clients: &[thread::JoinHandle<Seen>], servers: &[Cluster], what: &str) {
+    let statements = || -> Vec<i64> {
+        servers.iter().map(|s| s.connect().query_one("SELECT count(DISTINCT (client, stmt)) FROM got", &[]).unwrap().get(0)).collect()
+    };
+    let before = statements();
+    let deadline = Instant::now() + scaled(Duration::from_secs(40));
+    loop {
+        let now = statements();
+        if now.iter().zip(&before).all(|(n, b)| *n >= b + 3) {
+            return;
+        }
+        assert!(clients.iter().all(|c| !c.is_finished()), "{what}: a client ended");
+        assert!(Instant::now() < deadline, "{what}: no progress on every server ({before:?} then {now:?} statements)");
+        thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Claim: while two servers serve their keys, the authority is restarted, killed with SIGKILL
+/// and started, and has its leases deleted (after which the second server also calls the first
+/// one's keys): the servers go on numbering after each, and no number of a key repeats.
+#[test]
+fn an_authority_restarted_killed_or_emptied_of_leases_repeats_no_number() {
+    let authority = authority("reset-authority");
+    let servers = servers("reset-server", &authority, 2, LONG_WAIT);
+    let keys = |s: i64| -> Vec<i64> { [vec![s * SECTION_KEYS + 5; 10], (0..50).map(|j| (2 * j + s) * SECTION_KEYS + j).collect()].concat() };
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut clients: Vec<_> = (0..4).map(|c| looping(&servers[c / 2], "orders", c as i32, keys(c as i64 / 2), stop.clone())).collect();
+    let check = |what: &str, clients: &[thread::JoinHandle<Seen>]| progress(clients, &servers, what);
+    check("at first", &clients);
+    authority.stop();
+    authority.start();
+    check("after the authority's restart", &clients);
+    authority.kill9();
+    authority.restart_after_crash();
+    check("after the authority's crash", &clients);
+    let deleted = authority.connect().execute("DELETE FROM seq_section_lease", &[]).unwrap();
+    assert!(deleted > 0, "the authority had leases");
+    clients.push(looping(&servers[1], "orders", 4, keys(0), stop.clone()));
+    check("after the leases were deleted", &clients);
+    thread::sleep(Duration::from_secs(5));
+    stop.store(true, Ordering::Relaxed);
+    let seen: Vec<Seen> = clients.into_iter().map(|c| c.join().unwrap()).collect();
+    let all = every_number(&servers.iter().collect::<Vec<_>>(), &seen.iter().collect::<Vec<_>>());
+    assert_no_repeat_and_increasing(&all, "through the authority's restart, crash and loss of leases");
+    let errors: Vec<(String, String)> = seen.iter().flat_map(|s| s.errors.iter().map(|e| (e.1.clone(), e.2.clone()))).collect();
+    eprintln!("{} numbers; {} failed statements, e.g. {:?}", all.len(), errors.len(), &errors[..errors.len().min(5)]);
+}
+
+/// Claim: the errors of leased sections. On a server, creating or dropping a space is 55000, an
+/// unknown space 42704, a key whose section another server serves 55006 naming that server (its
+/// cluster name and port), and with the authority stopped a section that is not loaded 08006. At
+/// the authority, a role without the grants gets 42501 from both functions, and a call of
+/// `pg_idgen_seq_sections()` in a transaction block 25001.
+#[test]
+fn leased_sections_fail_with_clear_errors() {
+    let authority = authority("errors-authority");
+    let servers = servers("errors-server", &authority, 2, "pg_idgen.segment_wait_timeout = '3s'");
+    let mut db = servers[1].connect();
+    let error = db.query_one("SELECT seq_space_create('local')", &[]).expect_err("spaces live at the authority");
+    assert_eq!(sqlstate(&error), "55000", "{error:?}");
+    let error = db.query_one("SELECT seq_space_drop('orders')", &[]).expect_err("spaces live at the authority");
+    assert_eq!(sqlstate(&error), "55000", "{error:?}");
+    let error = db.query_one("SELECT seq_next('nope', 1)", &[]).expect_err("the authority has no such space");
+    assert_eq!(sqlstate(&error), "42704", "{error:?}");
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let holder = looping(&servers[0], "orders", 1, vec![5; 10], stop.clone());
+    let mut held = servers[0].connect();
+    let deadline = Instant::now() + scaled(Duration::from_secs(30));
+    while held.query_one("SELECT count(*) FROM got", &[]).unwrap().get::<_, i64>(0) == 0 {
+        assert!(Instant::now() < deadline, "the holder made no number");
+        thread::sleep(Duration::from_millis(100));
+    }
+    let error = db.query_one("SELECT seq_next('orders', 7)", &[]).expect_err("another server serves the section");
+    assert_eq!(sqlstate(&error), "55006", "{error:?}");
+    let message = error.as_db_error().unwrap().message().to_string();
+    assert!(
+        message.contains("another server serves the key's section")
+            && message.contains(&cluster_name(&servers[0]))
+            && message.contains(&format!("port {}", servers[0].port)),
+        "{message}"
+    );
+    let own: i64 = db.query_one("SELECT seq_next('orders', 300)", &[]).unwrap().get(0);
+    assert_eq!(own, 1, "a section nobody holds is served at once");
+    stop.store(true, Ordering::Relaxed);
+    let holder = holder.join().unwrap();
+    assert!(holder.errors.is_empty(), "the holder failed: {:?}", holder.errors);
+
+    let space_id: i32 = authority.connect().query_one("SELECT id FROM seq_space WHERE space = 'orders'", &[]).unwrap().get(0);
+    let call = format!(
+        "SELECT * FROM pg_idgen_seq_sections('probe', 'probe-start', 3000, 500, 'orders', {space_id}, 256, '{{999999}}', '{{0}}', '{{0}}', '{{0}}')"
+    );
+    authority.connect().batch_execute("CREATE ROLE other LOGIN").unwrap();
+    let mut other = authority.connect_as("postgres", "other");
+    let error = other.query("SELECT * FROM pg_idgen_seq_spaces()", &[]).expect_err("not granted");
+    assert_eq!(sqlstate(&error), "42501", "{error:?}");
+    let error = other.query(&call, &[]).expect_err("not granted");
+    assert_eq!(sqlstate(&error), "42501", "{error:?}");
+    let mut granted = authority.connect_as("postgres", "idgen");
+    granted.batch_execute("BEGIN").unwrap();
+    let error = granted.query(&call, &[]).expect_err("in a transaction block");
+    assert_eq!(sqlstate(&error), "25001", "{error:?}");
+    granted.batch_execute("ROLLBACK").unwrap();
+    let spaces = granted.query("SELECT space FROM pg_idgen_seq_spaces()", &[]).unwrap();
+    assert_eq!(spaces.len(), 2, "the granted role reads the spaces");
+
+    authority.stop();
+    let error = db.query_one("SELECT seq_next('orders', 100000)", &[]).expect_err("no authority, no numbers");
+    assert_eq!(sqlstate(&error), "08006", "{error:?}");
+}
+
+/// One client inserting issues of `tenants` (one row each per statement) into `issues` on
+/// `cluster`, numbered by the `seq_fill` trigger, `statements` times or until stopped.
+fn issue_writer(cluster: &Cluster, client: i32, tenants: Vec<i32>, statements: i32, stop: Arc<AtomicBool>) -> thread::JoinHandle<i32> {
+    let mut db = cluster.connect();
+    thread::spawn(move || {
+        let mut step = 0;
+        while step < statements && !stop.load(Ordering::Relaxed) {
+            db.execute(
+                "INSERT INTO issues (tenant, client, step, o) SELECT t, $1, $2, o::int FROM unnest($3::int[]) WITH ORDINALITY AS u(t, o)",
+                &[&client, &step, &tenants],
+            )
+            .unwrap_or_else(|e| panic!("client {client}, statement {step}: {e:?}"));
+            step += 1;
+        }
+        step
+    })
+}
+
+/// Claim: a shard move. Issues numbered per tenant by the `seq_fill` trigger: a busy tenant's
+/// rows are written on server 1, then copied to server 2 (numbers kept) and written there, while
+/// other tenants keep writing on both servers: every tenant's numbers are distinct across both
+/// servers and increase in each client's order, and the busy tenant's after the move are above
+/// all before it.
+#[test]
+fn a_tenant_moved_to_another_server_keeps_its_numbers_distinct_and_increasing() {
+    let authority = authority("move-authority");
+    let servers = servers("move-server", &authority, 2, LONG_WAIT);
+    for server in &servers {
+        server
+            .connect()
+            .batch_execute(
+                "CREATE TABLE issues (tenant int NOT NULL, iid bigint NOT NULL, client int, step int, o int);
+                 CREATE TRIGGER issues_iid BEFORE INSERT ON issues FOR EACH ROW EXECUTE FUNCTION seq_fill('issues', 'tenant', 'iid');",
+            )
+            .unwrap();
+    }
+    const BUSY: i32 = 7;
+    let stop = Arc::new(AtomicBool::new(false));
+    let others = [
+        issue_writer(&servers[0], 10, (300..310).collect(), i32::MAX, stop.clone()),
+        issue_writer(&servers[1], 11, (600..610).collect(), i32::MAX, stop.clone()),
+    ];
+    let busy = |server: &Cluster, first: i32| -> Vec<i32> {
+        let writers: Vec<_> = (0..2).map(|c| issue_writer(server, first + c, vec![BUSY; 20], 100, Arc::new(AtomicBool::new(false)))).collect();
+        writers.into_iter().map(|w| w.join().unwrap()).collect()
+    };
+    assert_eq!(busy(&servers[0], 1), [100, 100]);
+    let mut from = servers[0].connect();
+    let mut to = servers[1].connect();
+    let rows = from.query("SELECT tenant, iid, client, step, o FROM issues WHERE tenant = $1", &[&BUSY]).unwrap();
+    for row in &rows {
+        let (tenant, iid, client, step, o): (i32, i64, i32, i32, i32) = (row.get(0), row.get(1), row.get(2), row.get(3), row.get(4));
+        to.execute("INSERT INTO issues VALUES ($1, $2, $3, $4, $5)", &[&tenant, &iid, &client, &step, &o]).unwrap();
+    }
+    from.execute("DELETE FROM issues WHERE tenant = $1", &[&BUSY]).unwrap();
+    let moved_at = Instant::now();
+    assert_eq!(busy(&servers[1], 3), [100, 100]);
+    let moved_took = moved_at.elapsed();
+    stop.store(true, Ordering::Relaxed);
+    for writer in others {
+        assert!(writer.join().unwrap() > 0);
+    }
+
+    let mut all: Vec<(i32, i64, i32, i32, i32)> = Vec::new();
+    for server in &servers {
+        for row in server.connect().query("SELECT tenant, iid, client, step, o FROM issues", &[]).unwrap() {
+            all.push((row.get(0), row.get(1), row.get(2), row.get(3), row.get(4)));
+        }
+    }
+    let busy_rows = all.iter().filter(|r| r.0 == BUSY).count();
+    assert_eq!(busy_rows, 2 * 2 * 100 * 20, "every issue of the busy tenant is on server 2");
+    let as_taken: Vec<Taken> = all.iter().map(|r| Taken { client: r.2, stmt: r.3, o: r.4, key: i64::from(r.0), v: r.1 }).collect();
+    assert_no_repeat_and_increasing(&as_taken, "issues");
+    let (before, after): (Vec<Taken>, Vec<Taken>) = as_taken.iter().filter(|t| t.key == i64::from(BUSY)).partition(|t| t.client < 3);
+    assert_above(&before, &after, "the busy tenant after the move");
+    eprintln!("{} issues; the busy tenant's writers on server 2 took {moved_took:?}", all.len());
+}
