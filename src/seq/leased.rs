@@ -17,6 +17,7 @@ use std::sync::OnceLock;
 use std::time::Instant;
 
 use pgrx::pg_sys;
+use pgrx::prelude::*;
 
 use super::cache::{self, header, sections, Section, CACHE, READY};
 use super::databases;
@@ -46,7 +47,7 @@ pub struct HeldRecord {
 /// | field | written by | protection |
 /// |---|---|---|
 /// | `holder_start` | creation | written before any process attaches |
-/// | `spaces_asked` | calls that found no space (`mirror`) | atomic counter |
+/// | `spaces_asked` | calls that found no space (`mirror`) | atomic, tagged with the database |
 /// | `spaces_copied` | the worker of each database, after a copy | atomic, tagged with the database |
 /// | `taken`, `lost`, `released`, `refused` | the workers | atomic counters |
 /// | `held` | the workers | one writer per section; read for messages only |
@@ -55,7 +56,7 @@ pub struct Leases {
     /// This start of the server: a random token (a restart of the same server takes its own
     /// sections back at once; another server waits for the lease and margin).
     pub holder_start: [AtomicU64; 2],
-    pub spaces_asked: AtomicU64,
+    pub spaces_asked: [AtomicU64; mirror::SLOTS],
     pub spaces_copied: [AtomicU64; mirror::SLOTS],
     pub taken: AtomicU64,
     pub lost: AtomicU64,
@@ -116,6 +117,50 @@ pub(super) fn holder_of(way: usize) -> Option<String> {
     Some(String::from_utf8_lossy(&name).into_owned())
 }
 
+#[pg_extern(volatile, parallel_safe)]
+/// With a segment authority: this database's sections held under a lease now, and the server's
+/// sections taken, released (given up, so that they can move), lost (taken by another server
+/// while this one could not renew) and refused (held by another server) since its start.
+// Why allowed: pgrx takes the columns' names from the `name!` in the signature.
+#[allow(clippy::type_complexity)]
+fn seq_lease_status() -> TableIterator<
+    'static,
+    (name!(leased, bool), name!(held_sections, i32), name!(taken, i64), name!(released, i64), name!(lost, i64), name!(refused, i64)),
+> {
+    crate::shmem::require_preloaded();
+    // SAFETY: this backend's database.
+    let database = unsafe { pg_sys::MyDatabaseId }.to_u32();
+    let held = {
+        let _lock = CACHE.shared();
+        let all = sections();
+        databases::sections_of(database)
+            .into_iter()
+            .filter(|&way| all[way].state.load(Ordering::Relaxed) == READY && all[way].lease_generation.load(Ordering::Relaxed) > 0)
+            .count()
+    };
+    let leases = LEASES.get();
+    let counter = |c: &AtomicU64| c.load(Ordering::Relaxed) as i64;
+    TableIterator::new(vec![(
+        leased(),
+        held as i32,
+        counter(&leases.taken),
+        counter(&leases.released),
+        counter(&leases.lost),
+        counter(&leases.refused),
+    )])
+}
+
+pgrx::extension_sql!(
+    r#"
+COMMENT ON FUNCTION seq_lease_status() IS
+    'Per-key sequences with a segment authority: sections this database holds under a lease, and the server''s sections taken, released, lost and refused since start.';
+REVOKE EXECUTE ON FUNCTION seq_lease_status() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION seq_lease_status() TO pg_monitor;
+"#,
+    name = "seq_lease_status",
+    requires = [seq_lease_status]
+);
+
 /// What this server is called at the authority: its `cluster_name` or system identifier, port and
 /// database. Why the database: each database has a cache of its own, so each is a holder.
 fn holder_name() -> String {
@@ -123,8 +168,18 @@ fn holder_name() -> String {
     unsafe {
         let system = pg_sys::GetSystemIdentifier();
         let cluster = std::ffi::CStr::from_ptr(pg_sys::cluster_name).to_string_lossy().into_owned();
-        let database = pg_sys::get_database_name(pg_sys::MyDatabaseId);
-        let database = if database.is_null() { String::new() } else { std::ffi::CStr::from_ptr(database).to_string_lossy().into_owned() };
+        // In a transaction: the name is looked up in the catalog.
+        let database = worker::in_worker_transaction(
+            || {
+                let name = pg_sys::get_database_name(pg_sys::MyDatabaseId);
+                if name.is_null() {
+                    String::new()
+                } else {
+                    std::ffi::CStr::from_ptr(name).to_string_lossy().into_owned()
+                }
+            },
+            |_| String::new(),
+        );
         let server = if cluster.is_empty() { format!("system {system}") } else { format!("\"{cluster}\" (system {system})") };
         let port = pg_sys::PostPortNumber;
         format!("{server}, port {port}, database \"{database}\"")
@@ -158,7 +213,8 @@ pub struct LeasedSections {
     ttl_ms: i64,
     margin_ms: i64,
     renewed_at_ms: i64,
-    /// The last `spaces_asked` this worker copied the spaces for (None: not yet since its start).
+    /// The request of this database's calls this worker last copied the spaces for (None: a copy
+    /// is due, the authority said a space is not as copied here).
     copied_for: Option<u64>,
 }
 
@@ -175,7 +231,9 @@ impl LeasedSections {
             ttl_ms: segments.seq_lease_ttl_ms as i64,
             margin_ms: segments.seq_lease_margin_ms as i64,
             renewed_at_ms: clock::monotonic_millis(),
-            copied_for: None,
+            // Why not None: a worker copies when a call asks, not at its start (a server that
+            // takes only segment ranges from the authority must not call it for spaces).
+            copied_for: Some(0),
         }
     }
 
@@ -302,7 +360,9 @@ impl SectionSource for LeasedSections {
             (&needs[a].space, needs[a].space_id, needs[a].section_keys).cmp(&(&needs[b].space, needs[b].space_id, needs[b].section_keys))
         });
         let mut outcomes: Vec<Option<Outcome>> = needs.iter().map(|_| None).collect();
-        for group in order.chunk_by(|&a, &b| (&needs[a].space, needs[a].space_id) == (&needs[b].space, needs[b].space_id)) {
+        for group in order.chunk_by(|&a, &b| {
+            (&needs[a].space, needs[a].space_id, needs[a].section_keys) == (&needs[b].space, needs[b].space_id, needs[b].section_keys)
+        }) {
             let first = &needs[group[0]];
             let requests: Vec<Request> = group
                 .iter()
@@ -363,8 +423,10 @@ impl Serving for LeasedSections {
     /// Copies the spaces when a call asked (or at the start), renews the leases when a third of the
     /// lease has passed, then loads and raises what the calls want.
     fn serve(&mut self, database: pg_sys::Oid, until: Instant) -> Served {
-        let asked = LEASES.get().spaces_asked.load(Ordering::Acquire);
-        if self.copied_for != Some(asked) && mirror::copy(&mut self.authority, database, asked).is_ok() {
+        let asked = mirror::asked(database);
+        if self.copied_for != Some(asked) {
+            // Failed, it is tried again at the next request: calls ask before each wait.
+            let _ = mirror::copy(&mut self.authority, database, asked);
             self.copied_for = Some(asked);
         }
         let now_ms = clock::monotonic_millis();

@@ -16,10 +16,26 @@ use crate::tables::{self, display};
 use crate::worker::{self, wait};
 use crate::{errors, remote};
 
-/// Copies done, by database OID modulo `SLOTS`: `database << 32 | the low half of spaces_asked`
-/// that the copy answered.
+/// Requests and copies, by database OID modulo `SLOTS`: `database << 32 | count`, the count of
+/// requests of that database (`spaces_asked`) and the count a copy answered (`spaces_copied`).
+/// Two databases that share a slot take it from each other: a call of the one that lost it waits
+/// out its deadline, then finds the space or not as the copy it has.
 pub const SLOTS: usize = 64;
 
+fn tagged(database: u32, count: u32) -> u64 {
+    u64::from(database) << 32 | u64::from(count)
+}
+
+/// The requests of `database`'s calls so far (0: none in its slot).
+pub(super) fn asked(database: pg_sys::Oid) -> u64 {
+    let database = database.to_u32();
+    let asked = LEASES.get().spaces_asked[database as usize % SLOTS].load(Ordering::Acquire);
+    if (asked >> 32) as u32 == database {
+        asked
+    } else {
+        0
+    }
+}
 /// A space as the authority has it.
 #[derive(Clone, PartialEq, Eq, Debug)]
 struct Space {
@@ -35,13 +51,18 @@ struct Space {
 /// until `deadline`: then an unreachable authority raises 08006, naming it).
 pub(super) fn ask_and_wait(space: &[u8], deadline: &mut wait::Deadline) {
     let leases = LEASES.get();
-    let ticket = leases.spaces_asked.fetch_add(1, Ordering::AcqRel).wrapping_add(1);
     // SAFETY: this backend's database.
     let database = unsafe { pg_sys::MyDatabaseId }.to_u32();
-    let slot = &leases.spaces_copied[database as usize % SLOTS];
+    let slot = database as usize % SLOTS;
+    let ticket = leases.spaces_asked[slot]
+        .fetch_update(Ordering::AcqRel, Ordering::Acquire, |asked| {
+            let count = if (asked >> 32) as u32 == database { (asked as u32).wrapping_add(1) } else { 1 };
+            Some(tagged(database, count))
+        })
+        .map_or(1, |asked| if (asked >> 32) as u32 == database { (asked as u32).wrapping_add(1) } else { 1 });
     let copied = || {
-        let done = slot.load(Ordering::Acquire);
-        (done >> 32) as u32 == database && (done as u32).wrapping_sub(ticket as u32) as i32 >= 0
+        let done = leases.spaces_copied[slot].load(Ordering::Acquire);
+        (done >> 32) as u32 == database && (done as u32).wrapping_sub(ticket) as i32 >= 0
     };
     wait::until(deadline, copied, worker::wake, || {
         let status = remote::authority();
@@ -63,7 +84,7 @@ pub(super) fn ask_and_wait(space: &[u8], deadline: &mut wait::Deadline) {
 }
 
 /// Copies every space from the authority into this database's tables, and records the copy as
-/// answering the requests up to `asked`.
+/// answering the requests up to `asked` (as `asked` returned it).
 pub(super) fn copy(authority: &mut worker::Authority, database: pg_sys::Oid, asked: u64) -> Result<(), String> {
     let rows = authority.call(
         |schema| format!("SELECT space, id, step, section_keys, text_key_hash, secret FROM {schema}.pg_idgen_seq_spaces()"),
@@ -81,7 +102,7 @@ pub(super) fn copy(authority: &mut worker::Authority, database: pg_sys::Oid, ask
         return copied;
     }
     let slot = &LEASES.get().spaces_copied[database.to_u32() as usize % SLOTS];
-    slot.store(u64::from(database.to_u32()) << 32 | (asked & 0xffff_ffff), Ordering::Release);
+    slot.store(asked, Ordering::Release);
     worker::notify_published();
     Ok(())
 }
@@ -104,7 +125,7 @@ fn space_of(row: &remote::Row) -> Option<Space> {
 }
 
 fn decode_hex(text: &str) -> Option<Vec<u8>> {
-    (text.len() % 2 == 0).then_some(())?;
+    text.len().is_multiple_of(2).then_some(())?;
     (0..text.len()).step_by(2).map(|i| u8::from_str_radix(text.get(i..i + 2)?, 16).ok()).collect()
 }
 

@@ -305,7 +305,16 @@ fn load_section(space: &[u8], key: Key, database: u32, deadline: &mut Deadline, 
         pgrx::check_for_interrupts!();
         let info = find_space(space, deadline);
         let number = remember(space, info);
-        let Some(info) = info else { SPACE.unknown(space, "It is not in seq_space.", Some(CREATE_SPACE)) };
+        let Some(info) = info else {
+            if leased::leased() {
+                SPACE.unknown(
+                    space,
+                    "The segment authority (pg_idgen.segment_authority) does not have it.",
+                    Some("Create it at the authority with seq_space_create(space)."),
+                )
+            }
+            SPACE.unknown(space, "It is not in seq_space.", Some(CREATE_SPACE))
+        };
         let key = key.in_space(&info).unwrap_or_else(|| secret_missing(space));
         let (section, index) = split(key, info.section_keys);
         let id = section_id(database, &info, section);
@@ -324,6 +333,11 @@ fn load_section(space: &[u8], key: Key, database: u32, deadline: &mut Deadline, 
                     );
                 }
                 retook = true;
+                if leased::leased() {
+                    // The authority's space may have changed: a fresh copy first.
+                    mirror::ask_and_wait(space, deadline);
+                    continue;
+                }
                 cache::retake(found, id, space)
             }
             Some(found) => Some(found),

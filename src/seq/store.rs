@@ -41,6 +41,7 @@ pub const RELEASE: i64 = -2;
 /// The most sections one call may name.
 const MAX_REQUESTS: usize = 10_000;
 
+#[allow(clippy::type_complexity)]
 #[pg_extern(volatile, security_definer)]
 #[search_path(pg_catalog, pg_temp)]
 /// At the segment authority: the spaces of per-key sequences, with each keyed space's secret, for
@@ -92,7 +93,7 @@ enum Lease {
     Held(String),
 }
 
-#[allow(clippy::too_many_arguments)]
+#[allow(clippy::too_many_arguments, clippy::type_complexity)]
 #[pg_extern(volatile, security_definer)]
 #[search_path(pg_catalog, pg_temp)]
 /// At the segment authority: takes, raises, renews and releases sections of one space for a
@@ -194,8 +195,8 @@ impl Store<'_> {
     /// than what holders served (it may be a restored copy), and only they can say.
     fn in_start_wait(&self, longest_ms: u64) -> bool {
         Spi::get_one_with_args::<bool>(
-            "SELECT pg_catalog.now() OPERATOR(pg_catalog.<) pg_catalog.pg_postmaster_start_time()
-                    OPERATOR(pg_catalog.+) pg_catalog.make_interval(secs => $1::pg_catalog.float8 OPERATOR(pg_catalog./) 1000)",
+            "SELECT pg_catalog.now() OPERATOR(pg_catalog.<) (pg_catalog.pg_postmaster_start_time()
+                    OPERATOR(pg_catalog.+) pg_catalog.make_interval(secs => $1::pg_catalog.float8 OPERATOR(pg_catalog./) 1000))",
             &[(longest_ms as i64).into()],
         )
         .ok()
@@ -215,10 +216,14 @@ impl Store<'_> {
               WHERE l.space OPERATOR(pg_catalog.=) $1 AND l.section OPERATOR(pg_catalog.=) $2
                 FOR UPDATE";
         let row = self.run(LEASE, |sql| {
-            Spi::get_three_with_args::<i64, String, String>(
-                sql,
-                &[tables::text_arg(self.space), section.into(), self.holder.into(), self.holder_start.into()],
-            )
+            Spi::connect(|client| {
+                let args = [tables::text_arg(self.space), section.into(), self.holder.into(), self.holder_start.into()];
+                let table = client.select(sql, Some(1), &args)?;
+                if table.is_empty() {
+                    return Ok((None, None, None)); // never leased (or its row went)
+                }
+                table.first().get_three::<i64, String, String>()
+            })
         });
         match row {
             (Some(generation), Some(relation), holder) => match relation.as_str() {

@@ -42,6 +42,10 @@ impl Authority {
     /// An error's message names the authority.
     pub fn call(&mut self, statement: impl FnOnce(&str) -> String, params: &[&[u8]], recovered: impl FnOnce()) -> Result<Vec<Row>, String> {
         let status = remote::authority();
+        if self.paused_until.is_some_and(|until| Instant::now() < until) {
+            // Not a call: the pause is not moved on, nor counted as a failure.
+            return Err(status.last_message());
+        }
         match self.try_call(statement, params) {
             Ok(rows) => {
                 self.paused_until = None;
@@ -55,9 +59,8 @@ impl Authority {
                 let unreachable = !matches!(error, RemoteError::Refused { .. });
                 let message = format!("the segment authority ({}): {error}", self.described);
                 if unreachable {
-                    if self.connection.take().is_some() || self.paused_until.is_none_or(|until| Instant::now() >= until) {
-                        status.failed(&message, true);
-                    }
+                    self.connection = None;
+                    status.failed(&message, true);
                     self.paused_until = Some(Instant::now() + Duration::from_secs(1));
                 } else {
                     status.failed(&message, false);
@@ -68,9 +71,6 @@ impl Authority {
     }
 
     fn try_call(&mut self, statement: impl FnOnce(&str) -> String, params: &[&[u8]]) -> Result<Vec<Row>, RemoteError> {
-        if self.paused_until.is_some_and(|until| Instant::now() < until) {
-            return Err(RemoteError::Unreachable("not tried again yet after the last failure".into()));
-        }
         let deadline = Instant::now() + self.timeout;
         let stop = told_to_stop;
         if self.connection.is_none() {
