@@ -122,12 +122,20 @@ fn statement(db: &mut Client, space: &str, client: i32, stmt: i32, keys: &[i64],
     Ok(rows?.iter().map(|r| Taken { client, stmt, o: r.get(0), key: r.get(1), v: r.get(2) }).collect())
 }
 
+/// A statement that succeeded: which, when it was sent and when its answer came back.
+#[derive(Clone, Copy)]
+struct Done {
+    stmt: i32,
+    sent: Instant,
+    back: Instant,
+}
+
 /// What one client saw: the numbers it kept itself (the others are rows of `got`), when each
 /// statement succeeded, and the errors (SQLSTATE, message).
 #[derive(Default)]
 struct Seen {
     kept: Vec<Taken>,
-    done: Vec<(i32, Instant)>,
+    done: Vec<Done>,
     errors: Vec<(Instant, String, String)>,
 }
 
@@ -144,10 +152,11 @@ fn scripted(cluster: &Cluster, client: i32, script: Vec<Vec<i64>>) -> thread::Jo
         for (stmt, keys) in script.iter().enumerate() {
             let stmt = stmt as i32;
             let mode = if stmt % 5 == 4 { Mode::RolledBack } else { Mode::Insert };
+            let sent = Instant::now();
             match statement(&mut db, "orders", client, stmt, keys, mode) {
                 Ok(kept) => {
                     seen.kept.extend(kept);
-                    seen.done.push((stmt, Instant::now()));
+                    seen.done.push(Done { stmt, sent, back: Instant::now() });
                 }
                 Err(error) => {
                     seen.errors.push((Instant::now(), sqlstate(&error), error_text(&error)));
@@ -168,10 +177,11 @@ fn looping(cluster: &Cluster, space: &'static str, client: i32, keys: Vec<i64>, 
         let mut stmt = 0;
         while !stop.load(Ordering::Relaxed) {
             let mode = [Mode::Insert, Mode::Fetched, Mode::RolledBack][stmt as usize % 3];
+            let sent = Instant::now();
             match statement(&mut db, space, client, stmt, &keys, mode) {
                 Ok(kept) => {
                     seen.kept.extend(kept);
-                    seen.done.push((stmt, Instant::now()));
+                    seen.done.push(Done { stmt, sent, back: Instant::now() });
                 }
                 Err(error) => {
                     let text = error_text(&error);
@@ -232,6 +242,50 @@ fn assert_above(earlier: &[Taken], later: &[Taken], what: &str) {
     }
     let below: Vec<(&Taken, i64)> = later.iter().filter_map(|t| highest.get(&t.key).filter(|&&max| t.v <= max).map(|&max| (t, max))).collect();
     assert!(below.is_empty(), "{what}: {} numbers not above the earlier ones of their key, e.g. {:?}", below.len(), &below[..below.len().min(5)]);
+}
+
+/// Asserts the order across servers for `key` over the statements of `clients` (client id and
+/// what it saw; the numbers in `all`): a statement sent after another one's answer came back, on
+/// whichever server, got only larger numbers of the key.
+fn assert_order_across(all: &[Taken], clients: &[(i32, &Seen)], key: i64, what: &str) {
+    // Each statement: (client, when sent, when back, its smallest and largest number of the key).
+    let mut spans: Vec<(i32, Instant, Instant, i64, i64)> = Vec::new();
+    for &(client, seen) in clients {
+        let mut range: HashMap<i32, (i64, i64)> = HashMap::new();
+        for t in all.iter().filter(|t| t.client == client && t.key == key) {
+            let r = range.entry(t.stmt).or_insert((i64::MAX, i64::MIN));
+            *r = (r.0.min(t.v), r.1.max(t.v));
+        }
+        spans.extend(seen.done.iter().filter_map(|d| range.get(&d.stmt).map(|r| (client, d.sent, d.back, r.0, r.1))));
+    }
+    let mut by_back = spans.clone();
+    by_back.sort_by_key(|s| s.2);
+    // The statement with the largest number among the first i answers, for each i.
+    let mut highest: Vec<usize> = Vec::with_capacity(by_back.len());
+    for (i, s) in by_back.iter().enumerate() {
+        let best = match highest.last() {
+            Some(&j) if by_back[j].4 >= s.4 => j,
+            _ => i,
+        };
+        highest.push(best);
+    }
+    let origin = by_back.first().map(|s| s.1).unwrap_or_else(Instant::now);
+    let inversions: Vec<String> = spans
+        .iter()
+        .filter_map(|b| {
+            let n = by_back.partition_point(|a| a.2 < b.1);
+            let a = &by_back[*highest.get(n.wrapping_sub(1))?];
+            (a.4 >= b.3).then(|| {
+                format!("client {} got {} (back at {:?}), then client {} got {} (sent at {:?})", a.0, a.4, a.2 - origin, b.0, b.3, b.1 - origin)
+            })
+        })
+        .collect();
+    assert!(
+        inversions.is_empty(),
+        "{what}: {} statements got numbers of key {key} below one handed out before they were sent, e.g. {:?}",
+        inversions.len(),
+        &inversions[..inversions.len().min(3)]
+    );
 }
 
 /// Which of three servers a key is routed to: its section's, round robin.
@@ -328,7 +382,7 @@ fn a_killed_holders_keys_go_on_above_its_numbers() {
     }
     let taker = scripted(&servers[1], 100, script).join().unwrap();
     assert!(taker.errors.is_empty(), "the other server could not take the dead one's keys: {:?}", taker.errors);
-    let first = taker.done[0].1 - killed_at;
+    let first = taker.done[0].back - killed_at;
     servers[0].restart_after_crash();
 
     let dead_numbers: Vec<Taken> = every_number(&[&servers[0]], &dead.iter().collect::<Vec<_>>());
@@ -383,8 +437,8 @@ fn a_holder_cut_from_the_authority_stops_before_another_takes_over() {
     let holder = holder.join().unwrap();
     let taker = taker.join().unwrap();
 
-    let taker_first = taker.done.first().map(|d| d.1).expect("the other server never got a number of the key");
-    let last_before_thaw = holder.done.iter().map(|d| d.1).filter(|&t| t < thawed_at).max().unwrap();
+    let taker_first = taker.done.first().map(|d| d.back).expect("the other server never got a number of the key");
+    let last_before_thaw = holder.done.iter().map(|d| d.back).filter(|&t| t < thawed_at).max().unwrap();
     let lease = Duration::from_millis(TTL_MS);
     assert!(
         last_before_thaw <= cut_at + lease + scaled(Duration::from_secs(1)),
@@ -402,7 +456,7 @@ fn a_holder_cut_from_the_authority_stops_before_another_takes_over() {
         "the other server served {:?} after the cut, before the holder's last renewal could have run out",
         taker_first - cut_at
     );
-    let holder_stmts: HashSet<i32> = holder.done.iter().filter(|d| d.1 < thawed_at).map(|d| d.0).collect();
+    let holder_stmts: HashSet<i32> = holder.done.iter().filter(|d| d.back < thawed_at).map(|d| d.stmt).collect();
     let all = every_number(&servers.iter().collect::<Vec<_>>(), &[&holder, &taker]);
     let (before, after): (Vec<Taken>, Vec<Taken>) = all.iter().partition(|t| t.client == 1 && holder_stmts.contains(&t.stmt));
     let taker_numbers: Vec<Taken> = after.iter().filter(|t| t.client == 2).copied().collect();
@@ -463,7 +517,7 @@ fn an_authority_restarted_killed_or_emptied_of_leases_repeats_no_number() {
     thread::sleep(Duration::from_secs(5));
     stop.store(true, Ordering::Relaxed);
     let seen: Vec<Seen> = clients.into_iter().map(|c| c.join().unwrap()).collect();
-    let after = |s: &Seen| s.done.iter().filter(|d| d.1 > deleted_at).count();
+    let after = |s: &Seen| s.done.iter().filter(|d| d.back > deleted_at).count();
     assert!(after(&seen[0]) + after(&seen[1]) + after(&seen[4]) > 0, "no server numbered the first server's keys after the leases were deleted");
     let all = every_number(&servers.iter().collect::<Vec<_>>(), &seen.iter().collect::<Vec<_>>());
     assert_no_repeat_and_increasing(&all, "through the authority's restart, crash and loss of leases");
@@ -472,6 +526,48 @@ fn an_authority_restarted_killed_or_emptied_of_leases_repeats_no_number() {
     for (i, s) in seen.iter().enumerate() {
         eprintln!("client {i}: {} statements, {} after the leases were deleted", s.done.len(), after(s));
     }
+}
+
+/// Claim: the authority's lease table emptied (`DELETE FROM seq_section_lease`) while a server
+/// serves a key of a space whose step lasts (so that it raises nothing for a while): the holder renews under its generation and keeps the order across servers
+/// (docs/many-servers.md, "What is guaranteed"): a second server calling the key from right after
+/// the delete on gets no number below one the holder handed out before it asked, and the holder
+/// none below one the second server handed out before it asked; no number repeats.
+#[test]
+fn a_lease_table_emptied_under_a_holder_keeps_the_order_across_servers() {
+    let authority = authority("emptied-authority");
+    let servers = servers("emptied-server", &authority, 2, "pg_idgen.segment_wait_timeout = '3s'");
+    let keys = vec![5_i64; 10];
+    let stop = Arc::new(AtomicBool::new(false));
+    let holder = looping(&servers[0], "big", 1, keys.clone(), stop.clone());
+    let mut db = servers[0].connect();
+    let deadline = Instant::now() + scaled(Duration::from_secs(30));
+    while db.query_one("SELECT count(*) FROM got", &[]).unwrap().get::<_, i64>(0) < 200 {
+        assert!(Instant::now() < deadline, "the holder's client made no progress");
+        thread::sleep(Duration::from_millis(100));
+    }
+    // The second server knows the space already (a section of its own), so that it asks at once.
+    servers[1].connect().query_one("SELECT seq_next('big', 100000)", &[]).unwrap();
+    let deleted = authority.connect().execute("DELETE FROM seq_section_lease WHERE section = 0", &[]).unwrap();
+    assert_eq!(deleted, 1, "the authority had the holder's lease");
+    let other = looping(&servers[1], "big", 2, keys, stop.clone());
+    thread::sleep(Duration::from_secs(4));
+    stop.store(true, Ordering::Relaxed);
+    let (holder, other) = (holder.join().unwrap(), other.join().unwrap());
+    let all = every_number(&servers.iter().collect::<Vec<_>>(), &[&holder, &other]);
+    assert_no_repeat_and_increasing(&all, "holder and other server");
+    let overlap = match (holder.done.last(), other.done.first()) {
+        (Some(last), Some(first)) if last.back > first.back => format!("{:?}", last.back - first.back),
+        _ => "none".into(),
+    };
+    eprintln!(
+        "both served for {overlap}; holder: {} statements, errors {:?}; other: {} statements, errors {:?}",
+        holder.done.len(),
+        holder.errors.iter().map(|e| e.1.clone()).collect::<Vec<_>>(),
+        other.done.len(),
+        other.errors.iter().map(|e| e.1.clone()).collect::<Vec<_>>()
+    );
+    assert_order_across(&all, &[(1, &holder), (2, &other)], 5, "after the lease table was emptied");
 }
 
 /// Claim: the errors of leased sections. On a server, creating or dropping a space is 55000, an
