@@ -51,8 +51,13 @@ fn authority(name: &str) -> Cluster {
 /// store, waiting `wait` for a section; returned once the authority's wait after its start (its
 /// lease and margin, in which it gives no section out) is over.
 fn servers(prefix: &str, authority: &Cluster, count: usize, wait: &str) -> Vec<Cluster> {
+    servers_with(prefix, authority, count, &[wait])
+}
+
+/// The same, with the settings `more` (a wait among them).
+fn servers_with(prefix: &str, authority: &Cluster, count: usize, more: &[&str]) -> Vec<Cluster> {
     let setting = format!("pg_idgen.segment_authority = '{}'", conninfo_as(authority, "idgen"));
-    let settings = [setting.as_str(), TTL, MARGIN, wait, "pg_idgen.remote_timeout = '1s'"];
+    let settings = [&[setting.as_str(), TTL, MARGIN, "pg_idgen.remote_timeout = '1s'"], more].concat();
     let servers = (0..count)
         .map(|i| {
             let server = started_cluster(&format!("{prefix}{i}"), &settings);
@@ -309,15 +314,16 @@ fn script_of(s: usize, c: usize) -> Vec<Vec<i64>> {
     script
 }
 
-/// Runs 4 scripted clients on each server, server `s` on the keys of server `route(s)`; asserts
-/// that none failed and returns what they saw. Client ids: `phase * 1000 + s * 10 + c`.
-fn run_phase(servers: &[Cluster], phase: i32, route: impl Fn(usize) -> usize) -> Vec<Seen> {
+/// Runs 4 scripted clients on each server, client `c` of server `s` running `script(route(s),
+/// c)`; asserts that none failed and returns what they saw. Client ids: `phase * 1000 + s * 10 +
+/// c`.
+fn run_phase(servers: &[Cluster], phase: i32, route: impl Fn(usize) -> usize, script: fn(usize, usize) -> Vec<Vec<i64>>) -> Vec<Seen> {
     let clients: Vec<_> = servers
         .iter()
         .enumerate()
         .flat_map(|(s, server)| {
             let route = route(s);
-            (0..4).map(move |c| scripted(server, phase * 1000 + s as i32 * 10 + c as i32, script_of(route, c))).collect::<Vec<_>>()
+            (0..4).map(move |c| scripted(server, phase * 1000 + s as i32 * 10 + c as i32, script(route, c))).collect::<Vec<_>>()
         })
         .collect();
     let seen: Vec<Seen> = clients.into_iter().map(|c| c.join().unwrap()).collect();
@@ -339,10 +345,10 @@ fn three_servers_number_routed_and_moved_keys_without_a_repeat() {
     let authority = authority("sections-authority");
     let servers = servers("sections-server", &authority, 3, LONG_WAIT);
     let started = Instant::now();
-    let routed = run_phase(&servers, 1, |s| s);
+    let routed = run_phase(&servers, 1, |s| s, script_of);
     let routed_took = started.elapsed();
     let moved_at = Instant::now();
-    let moved = run_phase(&servers, 2, |s| (s + 1) % 3);
+    let moved = run_phase(&servers, 2, |s| (s + 1) % 3, script_of);
     let moved_took = moved_at.elapsed();
 
     let all = every_number(&servers.iter().collect::<Vec<_>>(), &routed.iter().chain(&moved).collect::<Vec<_>>());
@@ -352,6 +358,39 @@ fn three_servers_number_routed_and_moved_keys_without_a_repeat() {
     let (before, after): (Vec<Taken>, Vec<Taken>) = all.iter().partition(|t| t.client < 2000);
     assert_above(&before, &after, "moved keys");
     eprintln!("routed phase {routed_took:?}, moved phase {moved_took:?}, {} numbers", all.len());
+}
+
+/// Client `c`'s statements on the keys routed to server `s` for a small cache: 5 of 100 keys
+/// spread over 0 to 100,000 (each client its own).
+fn spread_script(s: usize, c: usize) -> Vec<Vec<i64>> {
+    let mut spread = (0..).map(|j: i64| (j * 48_271 + c as i64 * 7_919) % 100_000).filter(|&k| owner(k) == s);
+    (0..5).map(|_| spread.by_ref().take(100).collect()).collect()
+}
+
+/// Claim: servers whose cache holds 16 sections (each evicts sections it holds all the time, and
+/// takes them again), 4 clients each on keys spread over 0 to 100,000 (some 130 sections a
+/// server), routed and then moved as in the test above: no number of a key repeats, each
+/// client's increase, and every number after the move is above every number of its key before.
+#[test]
+fn evicted_sections_move_without_a_repeat() {
+    let authority = authority("evicting-authority");
+    let servers = servers_with("evicting-server", &authority, 3, &[LONG_WAIT, "pg_idgen.seq_cache_sections = 16"]);
+    let routed = run_phase(&servers, 1, |s| s, spread_script);
+    let moved = run_phase(&servers, 2, |s| (s + 1) % 3, spread_script);
+    let all = every_number(&servers.iter().collect::<Vec<_>>(), &routed.iter().chain(&moved).collect::<Vec<_>>());
+    assert_eq!(all.len(), 2 * 12 * 5 * 100, "every number was kept");
+    assert_no_repeat_and_increasing(&all, "evicted, then moved");
+    let (before, after): (Vec<Taken>, Vec<Taken>) = all.iter().partition(|t| t.client < 2000);
+    assert_above(&before, &after, "moved keys");
+    for (i, server) in servers.iter().enumerate() {
+        let row = server
+            .connect()
+            .query_one("SELECT s.evictions, l.taken, l.released, l.lost FROM seq_status() AS s, seq_lease_status() AS l", &[])
+            .unwrap();
+        let (evictions, taken, released, lost): (i64, i64, i64, i64) = (row.get(0), row.get(1), row.get(2), row.get(3));
+        eprintln!("server {i}: {evictions} evictions, {taken} sections taken, {released} released, {lost} lost");
+        assert!(evictions > 0, "server {i} evicted no section: the test did not test eviction");
+    }
 }
 
 /// Claim: a holder killed with SIGKILL under load: another server calling its keys gets them
