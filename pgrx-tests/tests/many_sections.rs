@@ -618,7 +618,8 @@ fn a_lease_table_emptied_under_a_holder_keeps_the_order_across_servers() {
 
 /// Claim: the errors of leased sections. On a server, creating or dropping a space is 55000, an
 /// unknown space 42704, a key whose section another server serves 55006 naming that server (its
-/// cluster name and port), and with the authority stopped a section that is not loaded 08006. At
+/// cluster name and port), and with the authority stopped a section that is not loaded 08006. A
+/// restarted authority gives a section nobody holds only after its lease and margin. At
 /// the authority, a role without the grants gets 42501 from both functions, and a call of
 /// `pg_idgen_seq_sections()` in a transaction block 25001.
 #[test]
@@ -673,6 +674,29 @@ fn leased_sections_fail_with_clear_errors() {
     granted.batch_execute("ROLLBACK").unwrap();
     let spaces = granted.query("SELECT space FROM pg_idgen_seq_spaces()", &[]).unwrap();
     assert_eq!(spaces.len(), 3, "the granted role reads the spaces");
+
+    // Restarted, the authority gives no section to a server that does not hold it for its lease
+    // and margin: the take is recorded (expires_at, a lease after it) no sooner, on its clock. A
+    // call made once that wait is over gets its number within its own wait.
+    authority.stop();
+    authority.start();
+    if let Err(error) = db.query_one("SELECT seq_next('orders', 50000)", &[]) {
+        assert_eq!(sqlstate(&error), "55006", "{error:?}");
+        eprintln!("in the authority's wait after its start: {} {}", sqlstate(&error), error_text(&error));
+    }
+    after_start_wait(&authority);
+    let number = db.query_one("SELECT seq_next('orders', 50000)", &[]);
+    assert!(number.is_ok(), "a call after the authority's wait after its start failed: {:?}", number.map(|r| r.get::<_, i64>(0)));
+    let waited: f64 = authority
+        .connect()
+        .query_one(
+            "SELECT extract(epoch FROM expires_at - $1::int * interval '1 ms' - pg_postmaster_start_time())::float8
+               FROM seq_section_lease WHERE space = 'orders' AND section = 50000 / 256",
+            &[&(TTL_MS as i32)],
+        )
+        .unwrap()
+        .get(0);
+    assert!(waited >= (TTL_MS + MARGIN_MS) as f64 / 1000.0, "the authority gave a section {waited} s after its start");
 
     authority.stop();
     let error = db.query_one("SELECT seq_next('orders', 100000)", &[]).expect_err("no authority, no numbers");
