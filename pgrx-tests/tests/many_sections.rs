@@ -411,8 +411,9 @@ fn a_killed_holders_keys_go_on_above_its_numbers() {
         thread::sleep(Duration::from_millis(100));
     }
     drop(loaded);
-    servers[0].kill9();
+    // Before: kill9 returns only once the backends are gone.
     let killed_at = Instant::now();
+    servers[0].kill9();
     let dead: Vec<Seen> = clients.into_iter().map(|c| c.join().unwrap()).collect();
     stop.store(true, Ordering::Relaxed);
 
@@ -439,6 +440,16 @@ fn a_killed_holders_keys_go_on_above_its_numbers() {
     eprintln!("the other server's first statement ended {first:?} after the kill");
 }
 
+/// Waits until a server's `got` holds `rows` rows.
+fn wait_for_rows(cluster: &Cluster, rows: i64, who: &str) {
+    let mut db = cluster.connect();
+    let deadline = Instant::now() + scaled(Duration::from_secs(30));
+    while db.query_one("SELECT count(*) FROM got", &[]).unwrap().get::<_, i64>(0) < rows {
+        assert!(Instant::now() < deadline, "{who} stored no {rows} numbers in 30 s");
+        thread::sleep(Duration::from_millis(100));
+    }
+}
+
 /// The pids of a server's pg_idgen workers.
 fn worker_pids(cluster: &Cluster) -> Vec<String> {
     let rows = cluster.connect().query("SELECT pid FROM pg_stat_activity WHERE backend_type = 'pg_idgen worker'", &[]).unwrap();
@@ -459,21 +470,11 @@ fn a_holder_cut_from_the_authority_stops_before_another_takes_over() {
     let keys = vec![5_i64; 20];
     let stop = Arc::new(AtomicBool::new(false));
     let holder = looping(&servers[0], "big", 1, keys.clone(), stop.clone());
-    let mut db = servers[0].connect();
-    let deadline = Instant::now() + scaled(Duration::from_secs(30));
-    while db.query_one("SELECT count(*) FROM got", &[]).unwrap().get::<_, i64>(0) < 200 {
-        assert!(Instant::now() < deadline, "the holder's client made no progress");
-        thread::sleep(Duration::from_millis(100));
-    }
+    wait_for_rows(&servers[0], 200, "the holder's client");
     let frozen = Stopped::processes(worker_pids(&servers[0]));
     let cut_at = Instant::now();
     let taker = looping(&servers[1], "big", 2, keys.clone(), stop.clone());
-    let mut taken = servers[1].connect();
-    let deadline = Instant::now() + scaled(Duration::from_secs(30));
-    while taken.query_one("SELECT count(*) FROM got", &[]).unwrap().get::<_, i64>(0) == 0 {
-        assert!(Instant::now() < deadline, "the other server got no number of the key in 30 s");
-        thread::sleep(Duration::from_millis(100));
-    }
+    wait_for_rows(&servers[1], 1, "the other server's client");
     thread::sleep(Duration::from_secs(1));
     drop(frozen);
     let thawed_at = Instant::now();
@@ -586,12 +587,7 @@ fn a_lease_table_emptied_under_a_holder_keeps_the_order_across_servers() {
     let keys = vec![5_i64; 10];
     let stop = Arc::new(AtomicBool::new(false));
     let holder = looping(&servers[0], "big", 1, keys.clone(), stop.clone());
-    let mut db = servers[0].connect();
-    let deadline = Instant::now() + scaled(Duration::from_secs(30));
-    while db.query_one("SELECT count(*) FROM got", &[]).unwrap().get::<_, i64>(0) < 200 {
-        assert!(Instant::now() < deadline, "the holder's client made no progress");
-        thread::sleep(Duration::from_millis(100));
-    }
+    wait_for_rows(&servers[0], 200, "the holder's client");
     // The second server knows the space already (a section of its own), so that it asks at once.
     servers[1].connect().query_one("SELECT seq_next('big', 100000)", &[]).unwrap();
     let deleted = authority.connect().execute("DELETE FROM seq_section_lease WHERE section = 0", &[]).unwrap();
@@ -636,12 +632,7 @@ fn leased_sections_fail_with_clear_errors() {
 
     let stop = Arc::new(AtomicBool::new(false));
     let holder = looping(&servers[0], "orders", 1, vec![5; 10], stop.clone());
-    let mut held = servers[0].connect();
-    let deadline = Instant::now() + scaled(Duration::from_secs(30));
-    while held.query_one("SELECT count(*) FROM got", &[]).unwrap().get::<_, i64>(0) == 0 {
-        assert!(Instant::now() < deadline, "the holder made no number");
-        thread::sleep(Duration::from_millis(100));
-    }
+    wait_for_rows(&servers[0], 1, "the holder");
     let error = db.query_one("SELECT seq_next('orders', 7)", &[]).expect_err("another server serves the section");
     assert_eq!(sqlstate(&error), "55006", "{error:?}");
     let message = error.as_db_error().unwrap().message().to_string();
