@@ -393,6 +393,41 @@ fn evicted_sections_move_without_a_repeat() {
     }
 }
 
+/// Takes `seq_next_text('orders', k)` for each of `keys` on a server, in order; a number's key is
+/// the place of its text key in `keys`.
+fn text_numbers(db: &mut Client, client: i32, stmt: i32, keys: &[String]) -> Vec<Taken> {
+    let rows = db
+        .query("SELECT o::int, seq_next_text('orders', k) FROM unnest($1::text[]) WITH ORDINALITY AS u(k, o)", &[&keys])
+        .unwrap_or_else(|e| panic!("client {client}, statement {stmt}: {e:?}"));
+    rows.iter().map(|r| Taken { client, stmt, o: r.get(0), key: i64::from(r.get::<_, i32>(0)), v: r.get(1) }).collect()
+}
+
+/// Claim: text keys of a keyed space (hashed with the space's secret, which servers copy from the
+/// authority) move without a repeat: 200 text keys numbered on one server, then (their sections
+/// given up) on another, every number after the move above every number of its key before it;
+/// and `seq_key()` says the same bigint key for each on the authority and on every server, also
+/// on one that has not called anything yet.
+#[test]
+fn text_keys_map_alike_on_every_server_and_move_without_a_repeat() {
+    let authority = authority("text-authority");
+    let servers = servers("text-server", &authority, 3, LONG_WAIT);
+    let keys: Vec<String> = (0..200).map(|i| format!("tenant-{i}")).collect();
+    let mut dbs: Vec<Client> = servers.iter().map(|s| s.connect()).collect();
+    let before: Vec<Taken> = (0..3).flat_map(|stmt| text_numbers(&mut dbs[0], 1, stmt, &keys)).collect();
+    let after: Vec<Taken> = (0..3).flat_map(|stmt| text_numbers(&mut dbs[1], 2, stmt, &keys)).collect();
+    let all: Vec<Taken> = before.iter().chain(&after).copied().collect();
+    assert_no_repeat_and_increasing(&all, "text keys");
+    assert_above(&before, &after, "text keys after the move");
+
+    let map = "SELECT array_agg(seq_key('orders', k) ORDER BY o) FROM unnest($1::text[]) WITH ORDINALITY AS u(k, o)";
+    let on_authority: Vec<i64> = authority.connect().query_one(map, &[&keys]).unwrap().get(0);
+    // The server that has not called anything yet last: its copy of the space is made by the call.
+    for (i, db) in dbs.iter_mut().enumerate() {
+        let here = db.query_one(map, &[&keys]).map(|r| r.get::<_, Vec<i64>>(0));
+        assert!(here.as_ref().is_ok_and(|h| *h == on_authority), "server {i} maps the text keys otherwise than the authority: {here:?}");
+    }
+}
+
 /// Claim: a holder killed with SIGKILL under load: another server calling its keys gets them
 /// only after the lease and margin (at least two thirds of a lease and the margin after the
 /// kill), with numbers above every number the dead one handed out (its
