@@ -56,8 +56,8 @@ fn servers(prefix: &str, authority: &Cluster, count: usize, wait: &str) -> Vec<C
 
 /// The same, with the settings `more` (a wait among them).
 fn servers_with(prefix: &str, authority: &Cluster, count: usize, more: &[&str]) -> Vec<Cluster> {
-    let setting = format!("pg_idgen.segment_authority = '{}'", conninfo_as(authority, "idgen"));
-    let settings = [&[setting.as_str(), TTL, MARGIN, "pg_idgen.remote_timeout = '1s'"], more].concat();
+    let settings = server_settings(authority, more);
+    let settings: Vec<&str> = settings.iter().map(String::as_str).collect();
     let servers = (0..count)
         .map(|i| {
             let server = started_cluster(&format!("{prefix}{i}"), &settings);
@@ -67,6 +67,12 @@ fn servers_with(prefix: &str, authority: &Cluster, count: usize, more: &[&str]) 
         .collect();
     after_start_wait(authority);
     servers
+}
+
+/// The settings of a server of `authority`, with `more`.
+fn server_settings(authority: &Cluster, more: &[&str]) -> Vec<String> {
+    let setting = format!("pg_idgen.segment_authority = '{}'", conninfo_as(authority, "idgen"));
+    [&[setting.as_str(), TTL, MARGIN, "pg_idgen.remote_timeout = '1s'"], more].concat().into_iter().map(String::from).collect()
 }
 
 /// Waits until the authority's wait after its start is over.
@@ -645,6 +651,52 @@ fn a_lease_table_emptied_under_a_holder_keeps_the_order_across_servers() {
         other.errors.iter().map(|e| e.1.clone()).collect::<Vec<_>>()
     );
     assert_order_across(&all, &[(1, &holder), (2, &other)], 5, "after the lease table was emptied");
+}
+
+/// Claim: a copy of a server (pg_basebackup: the same system identifier; on another machine the
+/// same port and cluster_name, as a promoted standby has) running beside it is another server to
+/// the authority: both calling one key, no number repeats and the order across servers holds (a
+/// statement sent after another's answer gets larger numbers), as docs/many-servers.md promises
+/// for any two servers.
+#[test]
+fn a_copy_of_a_server_running_beside_it_keeps_the_order_across_servers() {
+    let authority = authority("copy-authority");
+    let mut servers = servers("copy-server", &authority, 1, "pg_idgen.segment_wait_timeout = '3s'");
+    let original = servers.remove(0);
+    let mut copy = Cluster::base_backup_of("copy-copy", &original, false);
+    // The name it has at the authority: the same cluster_name and port (its socket is in its own
+    // directory), as on another machine.
+    copy.port = original.port;
+    let settings = server_settings(&authority, &["pg_idgen.segment_wait_timeout = '3s'"]);
+    let cluster_name = format!("cluster_name = '{}'", cluster_name(&original));
+    let lines: Vec<&str> =
+        [vec!["shared_preload_libraries = 'pg_idgen'"], settings.iter().map(String::as_str).collect(), vec![cluster_name.as_str()]].concat();
+    copy.configure(&lines);
+    // The original's socket lock file came along (its socket is in its data directory).
+    let _ = std::fs::remove_file(copy.data_file(&format!(".s.PGSQL.{}.lock", copy.port)));
+    copy.start();
+    let stop = Arc::new(AtomicBool::new(false));
+    let keys = vec![5_i64; 10];
+    let first = looping(&original, "orders", 1, keys.clone(), stop.clone());
+    wait_for_rows(&original, 100, "the original's client");
+    let second = looping(&copy, "orders", 2, keys, stop.clone());
+    thread::sleep(Duration::from_secs(4));
+    stop.store(true, Ordering::Relaxed);
+    let (first, second) = (first.join().unwrap(), second.join().unwrap());
+    let all = every_number(&[&original, &copy], &[&first, &second]);
+    eprintln!(
+        "original: {} statements, {} errors; copy: {} statements, {} errors",
+        first.done.len(),
+        first.errors.len(),
+        second.done.len(),
+        second.errors.len()
+    );
+    for (name, server) in [("original", &original), ("copy", &copy)] {
+        let row = server.connect().query_one("SELECT taken, lost, refused FROM seq_lease_status()", &[]).unwrap();
+        eprintln!("{name}: {} sections taken, {} lost, {} refused", row.get::<_, i64>(0), row.get::<_, i64>(1), row.get::<_, i64>(2));
+    }
+    assert_no_repeat_and_increasing(&all, "a server and its copy");
+    assert_order_across(&all, &[(1, &first), (2, &second)], 5, "a server and its copy");
 }
 
 /// Claim: the errors of leased sections. On a server, creating or dropping a space is 55000, an
