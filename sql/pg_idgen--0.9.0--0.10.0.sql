@@ -85,3 +85,7 @@ COMMENT ON FUNCTION seq_lease_status() IS
     'Per-key sequences with a segment authority: sections this database holds under a lease, and the server''s sections taken, released, lost and refused since start.';
 REVOKE EXECUTE ON FUNCTION seq_lease_status() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION seq_lease_status() TO pg_monitor;
+
+-- A copy of the segment authority's space on a server whose sections are leased from it
+-- (src/seq/mirror.rs): its maxima live at the authority, never in this database.
+ALTER TABLE seq_space ADD COLUMN copied boolean NOT NULL DEFAULT false;

@@ -19,7 +19,7 @@ use std::time::Instant;
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 
-use super::cache::{self, header, sections, Section, CACHE, READY};
+use super::cache::{self, sections, Section, CACHE, READY};
 use super::databases;
 use super::mirror;
 use super::raise::{self, Leased, Need, Outcome, SectionSource};
@@ -28,6 +28,9 @@ use crate::remote::Row;
 use crate::shmem::Shared;
 use crate::worker::{self, Served, Serving};
 use crate::{clock, settings};
+
+/// Sections renewed in one call to the authority at most.
+const RENEWALS_PER_CALL: usize = 500;
 
 /// Holders recorded for the errors of calls that wait: a section's is at `way % HELD_RECORDS`.
 const HELD_RECORDS: usize = 16;
@@ -79,11 +82,12 @@ unsafe fn init_leases(at: *mut Leases) {
     }
 }
 
-/// Whether this server's sequences are leased from a segment authority (fixed at start).
+/// Whether this server's sequences are leased from the segment authority
+/// (`pg_idgen.seq_sections = authority`, fixed at start).
 #[inline]
 pub fn leased() -> bool {
     static LEASED: OnceLock<bool> = OnceLock::new();
-    *LEASED.get_or_init(|| settings::config().segments.authority.is_some())
+    *LEASED.get_or_init(|| settings::config().segments.seq_leased)
 }
 
 /// Whether the section's lease has ended on this server: no number of it may be handed out.
@@ -104,6 +108,12 @@ pub(super) fn record_holder(need: &Need, holder: &str) {
     }
     record.len.store(bytes.len() as u32, Ordering::Relaxed);
     record.way.store(need.index as u64 + 1, Ordering::Release);
+}
+
+/// Forgets the holder named for the section at `way`: it is this server's now.
+pub(super) fn forget_holder(way: usize) {
+    let record = &LEASES.get().held[way % HELD_RECORDS];
+    let _ = record.way.compare_exchange(way as u64 + 1, 0, Ordering::AcqRel, Ordering::Relaxed);
 }
 
 /// The holder last named for the section at `way`, if any.
@@ -213,6 +223,9 @@ pub struct LeasedSections {
     ttl_ms: i64,
     margin_ms: i64,
     renewed_at_ms: i64,
+    /// Each held section's way: its version, the sum of its keys' counters, and since when both
+    /// have been so (monotonic ms).
+    seen: std::collections::HashMap<usize, (u64, i64, i64)>,
     /// The request of this database's calls this worker last copied the spaces for (None: a copy
     /// is due, the authority said a space is not as copied here).
     copied_for: Option<u64>,
@@ -230,7 +243,9 @@ impl LeasedSections {
             holder_start: format!("{:016x}{:016x}", start[0].load(Ordering::Relaxed), start[1].load(Ordering::Relaxed)),
             ttl_ms: segments.seq_lease_ttl_ms as i64,
             margin_ms: segments.seq_lease_margin_ms as i64,
-            renewed_at_ms: clock::monotonic_millis(),
+            // A renewal at the first turn: a worker started again finds its sections' leases older.
+            renewed_at_ms: i64::MIN / 2,
+            seen: std::collections::HashMap::new(),
             // Why not None: a worker copies when a call asks, not at its start (a server that
             // takes only segment ranges from the authority must not call it for spaces).
             copied_for: Some(0),
@@ -275,22 +290,30 @@ impl LeasedSections {
         }
     }
 
-    /// Renews the leases of the database's sections, and gives up those no call used for a whole
-    /// lease: retired here first, then released at the authority.
+    /// Renews the leases of the database's sections, and gives up those no call took a number of
+    /// for a whole lease (their keys' counters did not move): retired here first, then released at
+    /// the authority. Why the counters, not the use clock: a call that finds its section in its
+    /// backend's map of sections does not record its use.
     fn renew(&mut self, database: pg_sys::Oid) {
-        let idle_ticks = (self.ttl_ms / 1000).max(3) as u64;
+        let now_ms = clock::monotonic_millis();
         let mut held = Vec::new();
+        let mut seen = std::collections::HashMap::new();
         {
             let _lock = CACHE.exclusive();
             let all = sections();
-            let now = header().use_clock.load(Ordering::Relaxed);
             for way in databases::sections_of(database.to_u32()) {
                 let section = &all[way];
                 let generation = i64::from(section.lease_generation.load(Ordering::Relaxed));
                 if section.state.load(Ordering::Relaxed) != READY || generation == 0 {
                     continue;
                 }
-                let idle = now.saturating_sub(section.last_used.load(Ordering::Relaxed)) >= idle_ticks;
+                let version = section.version.read();
+                let taken = section.keys().fold(0i64, |sum, key| sum.wrapping_add(key.load(Ordering::Relaxed)));
+                let since_ms = match self.seen.get(&way) {
+                    Some(&(was_version, was_taken, since_ms)) if was_version == version && was_taken == taken => since_ms,
+                    _ => now_ms,
+                };
+                let idle = now_ms - since_ms >= self.ttl_ms;
                 let request = Request {
                     section: section.section.load(Ordering::Relaxed),
                     generation,
@@ -303,14 +326,18 @@ impl LeasedSections {
                     cache::retire_section(way);
                     held.push((space, way, 0, request));
                 } else {
-                    held.push((space, way, section.version.read(), request));
+                    seen.insert(way, (version, taken, since_ms));
+                    held.push((space, way, version, request));
                 }
             }
         }
+        self.seen = seen;
         held.sort_by(|a, b| a.0.cmp(&b.0));
-        let sent_ms = clock::monotonic_millis();
-        for group in held.chunk_by(|a, b| a.0 == b.0) {
+        // Why chunks: one statement must end well inside its timeout, and the authority takes at
+        // most 10,000 sections a call.
+        for group in held.chunk_by(|a, b| a.0 == b.0).flat_map(|group| group.chunks(RENEWALS_PER_CALL)) {
             let ((space, space_id, section_keys), ..) = &group[0];
+            let sent_ms = clock::monotonic_millis();
             let requests: Vec<Request> = group.iter().map(|(_, _, _, r)| *r).collect();
             let Ok(answers) = self.call(space, *space_id, *section_keys, &requests) else {
                 continue; // the leases run on until their deadline; the next round tries again
@@ -328,6 +355,13 @@ impl LeasedSections {
                     "lost" if *version != 0 && section.version.read() == *version => {
                         LEASES.get().lost.fetch_add(1, Ordering::Relaxed);
                         cache::retire_section(*way);
+                    }
+                    "nospace" => {
+                        // The space was dropped at the authority: its copy here goes at the next copy.
+                        if *version != 0 && section.version.read() == *version {
+                            cache::retire_section(*way);
+                        }
+                        self.copied_for = None;
                     }
                     _ => {}
                 }
@@ -434,6 +468,19 @@ impl Serving for LeasedSections {
             self.renewed_at_ms = now_ms;
             self.renew(database);
         }
-        raise::serve_from(self, database, until)
+        let mut served = raise::serve_from(self, database, until);
+        // The worker of another database stays while it holds leases: they are renewed, and given
+        // up when idle, rather than left to run out under their calls.
+        served.wanted |= holds_leases(database);
+        served
     }
+}
+
+/// Whether the database has sections held under a lease.
+fn holds_leases(database: pg_sys::Oid) -> bool {
+    let _lock = CACHE.shared();
+    let all = sections();
+    databases::sections_of(database.to_u32())
+        .into_iter()
+        .any(|way| all[way].state.load(Ordering::Relaxed) == READY && all[way].lease_generation.load(Ordering::Relaxed) > 0)
 }

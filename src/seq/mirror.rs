@@ -45,6 +45,28 @@ struct Space {
     section_keys: i32,
     text_key_hash: String,
     secret: Option<Vec<u8>>,
+    /// Here: a copy of the authority's (always, of a space the authority returns).
+    copied: bool,
+}
+
+/// Refuses (55000) a space that is this server's own while its sections are leased from the
+/// authority, or a copy of the authority's while they are not.
+#[cold]
+pub(super) fn refuse_mixed(space: &[u8], copied: bool) -> ! {
+    if copied {
+        errors::raise(
+            PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+            format!("sequence space \"{}\" is a copy of the segment authority's", display(space)),
+            Some("Its sections' maxima live at the authority, and pg_idgen.seq_sections is local: numbered here, its keys would start again.".into()),
+            Some("Set pg_idgen.seq_sections = authority again, or drop the copy with seq_space_drop() and create the space anew."),
+        )
+    }
+    errors::raise(
+        PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+        format!("sequence space \"{}\" is this server's own, and its sequences are leased from the segment authority", display(space)),
+        Some("With pg_idgen.seq_sections = authority, every space is the authority's; this one was made here before.".into()),
+        Some("Set pg_idgen.seq_sections = local to number it (or to drop it with seq_space_drop()), or create the space at the authority under another name."),
+    )
 }
 
 /// Asks this database's worker to copy the spaces from the authority, and waits until it did (or
@@ -121,6 +143,7 @@ fn space_of(row: &remote::Row) -> Option<Space> {
         section_keys: int(3)?,
         text_key_hash: row.get(4)?.clone()?,
         secret,
+        copied: true,
     })
 }
 
@@ -135,7 +158,7 @@ fn apply(authority: &[Space]) -> Result<usize, String> {
         return Ok(0); // the extension is gone from this database
     };
     let both = [("{spaces}", space_table), ("{secrets}", secret_table)];
-    const LOCAL: &str = "SELECT p.space::pg_catalog.bytea, p.id, p.step, p.section_keys, p.text_key_hash, k.secret
+    const LOCAL: &str = "SELECT pg_catalog.textsend(p.space), p.id, p.step, p.section_keys, p.text_key_hash, k.secret, p.copied
            FROM ONLY {spaces} AS p LEFT JOIN ONLY {secrets} AS k ON k.space OPERATOR(pg_catalog.=) p.space";
     let local = tables::run_on_tables(&both, tables::Run::Allocation, LOCAL, |sql| {
         Spi::connect(|client| {
@@ -148,6 +171,7 @@ fn apply(authority: &[Space]) -> Result<usize, String> {
                     section_keys: row.get::<i32>(4)?.unwrap_or_default(),
                     text_key_hash: row.get::<String>(5)?.unwrap_or_default(),
                     secret: row.get::<Vec<u8>>(6)?,
+                    copied: row.get::<bool>(7)?.unwrap_or(false),
                 });
             }
             Ok::<_, pgrx::spi::SpiError>(rows)
@@ -157,11 +181,16 @@ fn apply(authority: &[Space]) -> Result<usize, String> {
     // The step may differ: the authority raises by its own.
     let same = |a: &Space, b: &Space| Space { step: 0, ..a.clone() } == Space { step: 0, ..b.clone() };
     let mut changed = 0;
-    for gone in local.iter().filter(|l| !authority.iter().any(|a| same(a, l))) {
+    // Only copies go: a space of this server's own (made before its sections were leased) keeps
+    // its rows, and its name is not copied over it (its calls are refused: `refuse_mixed`).
+    for gone in local.iter().filter(|l| l.copied && !authority.iter().any(|a| same(a, l))) {
         spaces::delete_space_rows(&gone.name)?;
         changed += 1;
     }
-    for new in authority.iter().filter(|a| !local.iter().any(|l| same(a, l))) {
+    for new in authority.iter().filter(|a| !local.iter().any(|l| l.copied && same(a, l))) {
+        if local.iter().any(|l| !l.copied && l.name == new.name) {
+            continue;
+        }
         insert(space_table, secret_table, new)?;
         changed += 1;
     }
@@ -170,8 +199,8 @@ fn apply(authority: &[Space]) -> Result<usize, String> {
 
 /// Inserts the authority's space (and its secret) into this database's tables.
 fn insert(space_table: pg_sys::Oid, secret_table: pg_sys::Oid, space: &Space) -> Result<(), String> {
-    const SPACE: &str = "INSERT INTO {spaces} (space, id, step, section_keys, text_key_hash, description)
-         VALUES ($1, $2, $3, $4, $5, 'a copy of the segment authority''s space')";
+    const SPACE: &str = "INSERT INTO {spaces} (space, id, step, section_keys, text_key_hash, description, copied)
+         VALUES ($1, $2, $3, $4, $5, 'a copy of the segment authority''s space', true)";
     let args = [tables::text_arg(&space.name), space.id.into(), space.step.into(), space.section_keys.into(), space.text_key_hash.as_str().into()];
     tables::run_on_tables(&[("{spaces}", space_table)], tables::Run::Allocation, SPACE, |sql| Spi::run_with_args(sql, &args))?
         .map_err(|e| e.to_string())?;

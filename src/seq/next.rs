@@ -363,14 +363,21 @@ fn load_section(space: &[u8], key: Key, database: u32, deadline: &mut Deadline, 
 /// The space's row. With a segment authority, the worker's copy of the authority's space, read
 /// as it is now (the copy may be newer than the statement); a space not copied yet is asked for.
 fn find_space(space: &[u8], deadline: &mut Deadline) -> Option<Space> {
-    if !leased::leased() {
-        return space_row(space, deadline.ms());
+    let found = if !leased::leased() {
+        space_row(space, deadline.ms())
+    } else {
+        let ms = deadline.ms();
+        tables::with_latest_snapshot(|| space_row(space, ms)).or_else(|| {
+            mirror::ask_and_wait(space, deadline);
+            tables::with_latest_snapshot(|| space_row(space, ms))
+        })
+    };
+    // A copy's maxima are the authority's, a space of its own this server's: neither is numbered
+    // from the other's (from 1 again, or beside the authority's).
+    match found {
+        Some(info) if info.copied != leased::leased() => mirror::refuse_mixed(space, info.copied),
+        found => found,
     }
-    let ms = deadline.ms();
-    tables::with_latest_snapshot(|| space_row(space, ms)).or_else(|| {
-        mirror::ask_and_wait(space, deadline);
-        tables::with_latest_snapshot(|| space_row(space, ms))
-    })
 }
 
 /// Waits until the section's lease is renewed (or the section retired: it went to another server).

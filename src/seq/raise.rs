@@ -265,14 +265,20 @@ pub fn publish(need: &Need, outcome: &Outcome) -> bool {
     match *outcome {
         Outcome::Raised(old, new, lease) => {
             if let Some(lease) = lease {
+                super::leased::forget_holder(need.index);
                 section.lease_generation.store(lease.generation as u32, Ordering::Relaxed);
                 section.lease_until_ms.fetch_max(lease.until_ms, Ordering::AcqRel);
             }
             let step = new - old;
             let raise_at = new - step / 2;
-            if need.load {
+            // A raise that found the maximum above this section's limit: someone else raised the
+            // row meanwhile (the segment authority's own cache beside servers that lease the
+            // section, a raise committed whose answer was lost) and may be handing those numbers
+            // out: the keys start above them, as after a load.
+            if need.load || old > section.limit.load(Ordering::Acquire) {
                 // The keys start at the maximum persisted before this raise: every number handed
-                // out for them before (another life of the cache, before a crash) is at most that.
+                // out for them before (another life of the cache, before a crash, another
+                // server) is at most that.
                 section.change(|| {
                     for key in section.keys() {
                         key.store(old, Ordering::Relaxed);
@@ -350,7 +356,8 @@ pub static SECTIONS: Sections = Sections;
 
 impl Service for Sections {
     fn describe(&self) -> String {
-        match &settings::config().segments.authority {
+        let segments = &settings::config().segments;
+        match segments.authority.as_ref().filter(|_| segments.seq_leased) {
             Some(authority) => {
                 format!("the sections of per-key sequences leased from the segment authority ({})", crate::remote::describe_conninfo(authority))
             }
@@ -359,7 +366,8 @@ impl Service for Sections {
     }
 
     fn start(&self) -> Box<dyn Serving> {
-        match &settings::config().segments.authority {
+        let segments = &settings::config().segments;
+        match segments.authority.as_ref().filter(|_| segments.seq_leased) {
             Some(authority) => Box::new(super::leased::LeasedSections::new(authority)),
             None => Box::new(LocalSections),
         }

@@ -30,6 +30,8 @@ pub struct Space {
     pub section_keys: u32,
     pub hash: u64,
     pub text_keys: TextKeys,
+    /// A copy of the segment authority's space (`mirror`), not this server's own.
+    pub copied: bool,
 }
 
 /// Sequence spaces, in the words of their errors.
@@ -49,15 +51,15 @@ pub fn space_inserted_here(space: &[u8], deadline_ms: i64) -> bool {
 /// then raises 55P03.
 pub fn space_row(space: &[u8], deadline_ms: i64) -> Option<Space> {
     let what = || format!("sequence space \"{}\": the space table is locked", display(space));
-    let (id, section_keys, hash) = tables::with_row(SPACE_TABLE, c"space", space, deadline_ms, &what, |relation, tuple| {
+    let (id, section_keys, hash, copied) = tables::with_row(SPACE_TABLE, c"space", space, deadline_ms, &what, |relation, tuple| {
         // SAFETY: the tuple is the open relation's, valid while `read` runs.
         let row = unsafe { Row::new(relation, tuple, Owner::Table("seq_space")) };
         let int = |name: &CStr| row.int(name).unwrap_or(0);
-        // A table without text_key_hash is one of pg_idgen's SQL before 0.9.0.
-        (int(c"id") as u32, int(c"section_keys") as u32, row.optional_text(c"text_key_hash"))
+        // Neither column in a table of pg_idgen's SQL before 0.9.0 (text_key_hash), 0.10.0 (copied).
+        (int(c"id") as u32, int(c"section_keys") as u32, row.optional_text(c"text_key_hash"), row.optional_bool(c"copied").unwrap_or(false))
     })?;
     let text_keys = TextKeys::of_row(space, hash.as_deref(), || secret_row(space, deadline_ms));
-    Some(Space { id, section_keys, hash: text_keys.space_hash(space), text_keys })
+    Some(Space { id, section_keys, hash: text_keys.space_hash(space), text_keys, copied })
 }
 
 /// The space's secret as this transaction sees it; None when it has no row (or is not 16 bytes:
@@ -223,22 +225,27 @@ fn seq_space_drop(space: Option<TextBytes>) {
     })
 }
 
-/// Deletes a space's sections and its secret (its own row deleted first, with the caller's rights
-/// or the worker's), the secret as the tables' owner (as `seq_space_create()` made it).
+/// Deletes a space's sections, its secret and its leases (its own row deleted first, with the
+/// caller's rights or the worker's), the secret and the leases as the tables' owner (as
+/// `seq_space_create()` made the secret).
 fn delete_sections_and_secret(space: &[u8], delete: Run) -> Result<(), String> {
     let (_, sections) = require_tables();
     tables::run_on_tables(&[("{sections}", sections)], delete, "DELETE FROM ONLY {sections} WHERE space OPERATOR(pg_catalog.=) $1", |sql| {
         Spi::run_with_args(sql, &[tables::text_arg(space)])
     })?
     .map_err(|e| e.to_string())?;
-    if let Some(secrets) = tables::extension_table_oid(SECRET_TABLE) {
-        tables::run_on_tables(
-            &[("{secrets}", secrets)],
-            Run::ChangeAsOwner { events: pg_sys::TRIGGER_TYPE_DELETE },
-            "DELETE FROM ONLY {secrets} WHERE space OPERATOR(pg_catalog.=) $1",
-            |sql| Spi::run_with_args(sql, &[tables::text_arg(space)]),
-        )?
-        .map_err(|e| e.to_string())?;
+    // Its leases too (at the segment authority): a space made anew under the name must not find a
+    // holder of the old one's sections.
+    for (table, placeholder) in [(SECRET_TABLE, "{secrets}"), (super::store::LEASE_TABLE, "{leases}")] {
+        if let Some(oid) = tables::extension_table_oid(table) {
+            tables::run_on_tables(
+                &[(placeholder, oid)],
+                Run::ChangeAsOwner { events: pg_sys::TRIGGER_TYPE_DELETE },
+                &format!("DELETE FROM ONLY {placeholder} WHERE space OPERATOR(pg_catalog.=) $1"),
+                |sql| Spi::run_with_args(sql, &[tables::text_arg(space)]),
+            )?
+            .map_err(|e| e.to_string())?;
+        }
     }
     Ok(())
 }
@@ -257,15 +264,15 @@ pub(super) fn delete_space_rows(space: &[u8]) -> Result<(), String> {
     })
 }
 
-/// With a segment authority, the spaces are the authority's (this server keeps a copy): refuses
-/// to create or drop one here (55000).
+/// With sections leased from the segment authority, the spaces are the authority's (this server
+/// keeps a copy): refuses to create or drop one here (55000).
 fn refuse_with_authority(function: &str) {
-    if crate::settings::config().segments.authority.is_some() {
+    if super::leased::leased() {
         errors::raise(
             PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
-            format!("{function}: the sequence spaces of this server live at the segment authority (pg_idgen.segment_authority)"),
+            format!("{function}: the sequence spaces of this server live at the segment authority (pg_idgen.seq_sections = authority)"),
             Some("This server serves the authority's spaces, under leases of their sections; it copies them when a call first needs one.".into()),
-            Some("Call it at the authority. On the authority itself, leave pg_idgen.segment_authority unset."),
+            Some("Call it at the authority (pg_idgen.segment_authority). On the authority itself, leave pg_idgen.seq_sections local."),
         );
     }
 }
@@ -372,10 +379,11 @@ c_functions! {
                         if text_changed(c"space")
                             || old.int(c"id") != new.int(c"id")
                             || old.int(c"section_keys") != new.int(c"section_keys")
-                            || old.optional_text(c"text_key_hash") != new.optional_text(c"text_key_hash") =>
+                            || old.optional_text(c"text_key_hash") != new.optional_text(c"text_key_hash")
+                            || old.optional_bool(c"copied") != new.optional_bool(c"copied") =>
                     {
                         refuse(
-                            "the name, id, section_keys and text_key_hash of a sequence space cannot change".into(),
+                            "the name, id, section_keys, text_key_hash and copied of a sequence space cannot change".into(),
                             "They decide which section, and which counter, each key has; changing them would hand numbers out again.",
                             hint,
                         );

@@ -14,7 +14,10 @@ CREATE TABLE seq_space (
     -- How text keys map to keys (src/seq/text_key.rs). seq_space_create() says siphash-2-4; a row
     -- that does not say is one of a space made before 0.9.0 (inserted by hand, or a dump of 0.8.0
     -- restored), whose texts were numbered unkeyed.
-    text_key_hash text NOT NULL DEFAULT 'fnv-1a' CHECK (text_key_hash IN ('fnv-1a', 'siphash-2-4'))
+    text_key_hash text NOT NULL DEFAULT 'fnv-1a' CHECK (text_key_hash IN ('fnv-1a', 'siphash-2-4')),
+    -- A copy of the segment authority's space (pg_idgen.seq_sections = authority), made by the
+    -- pg_idgen worker: its sections' maxima live at the authority, never here.
+    copied       boolean NOT NULL DEFAULT false
 );
 ALTER SEQUENCE seq_space_id OWNED BY seq_space.id;
 CREATE TABLE seq_section (

@@ -14,13 +14,14 @@
 //! - A section held by a live server goes to another only once the lease ended and its margin
 //!   passed on the authority's clock; the holder stops serving at its own deadline, the lease's
 //!   length after it sent the renewal, earlier (the order of numbers across servers).
-//! - The authority may go back (restored from a copy, failed over to a standby that lagged): its
-//!   rows are then older than what holders served. Every renewal carries the holder's limit of
-//!   each section, and `max_seq` is raised to it (a live holder repairs what went back), and for
-//!   the lease and margin after its server's start (as long as its own settings say) the
-//!   authority gives no section to a server that does not hold it, so that live holders renew
-//!   first. A section whose holder died before such a renewal cannot be repaired: see
-//!   docs/many-servers.md.
+//! - The authority may go back (restored from a copy): its rows are then older than what holders
+//!   served. Every request of a holder carries its limit of the section (renewals, raises and
+//!   releases alike, answered or refused), and `max_seq` is raised to it first (a live holder
+//!   repairs what went back); for the lease and margin after its server's start (as its own
+//!   settings say) the authority gives no section to a server that does not hold it, so that live
+//!   holders are heard first. Not covered (docs/many-servers.md): a section whose holder died (or
+//!   restarted) before such a request, a failover to a standby that lagged (no start: no wait), and
+//!   a wall clock stepped forward during the wait.
 
 use pgrx::pg_sys;
 use pgrx::prelude::*;
@@ -60,7 +61,7 @@ fn pg_idgen_seq_spaces() -> TableIterator<
     let (Some(spaces), Some(secrets)) = (tables::extension_table_oid(SPACE_TABLE), tables::extension_table_oid(SECRET_TABLE)) else {
         errors::raise(PgSqlErrorCode::ERRCODE_UNDEFINED_TABLE, "pg_idgen's sequence tables do not exist at the authority".into(), None, None)
     };
-    const SPACES: &str = "SELECT p.space::pg_catalog.bytea, p.id, p.step, p.section_keys, p.text_key_hash::pg_catalog.bytea, k.secret
+    const SPACES: &str = "SELECT pg_catalog.textsend(p.space), p.id, p.step, p.section_keys, pg_catalog.textsend(p.text_key_hash), k.secret
            FROM ONLY {spaces} AS p LEFT JOIN ONLY {secrets} AS k ON k.space OPERATOR(pg_catalog.=) p.space";
     let rows = tables::run_on_tables(&[("{spaces}", spaces), ("{secrets}", secrets)], tables::Run::Allocation, SPACES, |sql| {
         Spi::connect(|client| {
@@ -162,7 +163,8 @@ fn pg_idgen_seq_sections(
     };
     let store = Store { holder, holder_start, ttl_ms, margin_ms, space: space.0, space_id, section_keys, spaces, sections: section_table, leases };
     let starting = store.in_start_wait(own.seq_lease_ttl_ms + own.seq_lease_margin_ms);
-    let answers: Vec<_> = (0..n).map(|i| store.answer(sections[i], generations[i], raises[i], limits[i], starting)).collect();
+    let space_here = store.space_is_here();
+    let answers: Vec<_> = (0..n).map(|i| store.answer(sections[i], generations[i], raises[i], limits[i], starting, space_here)).collect();
     TableIterator::new(answers)
 }
 
@@ -204,8 +206,12 @@ impl Store<'_> {
         .unwrap_or(true)
     }
 
-    /// The section's lease, locked until the end of the call.
+    /// The section's lease, locked until the end of the call (also a section never leased: two
+    /// servers taking it at once are served one after the other).
     fn lease(&self, section: i64) -> Lease {
+        self.run("SELECT pg_catalog.pg_advisory_xact_lock(pg_catalog.hashtextextended($1, $2))", |sql| {
+            Spi::run_with_args(sql, &[tables::text_arg(self.space), section.into()])
+        });
         const LEASE: &str = "SELECT l.generation,
                     CASE WHEN l.holder OPERATOR(pg_catalog.=) $3 AND l.holder_start OPERATOR(pg_catalog.=) $4 THEN 'this start'
                          WHEN l.holder OPERATOR(pg_catalog.=) $3 THEN 'earlier start'
@@ -298,6 +304,20 @@ impl Store<'_> {
         }
     }
 
+    /// Whether the space the caller serves (its name, id and section size) is this authority's:
+    /// locked against a drop (KEY SHARE) until the call ends.
+    fn space_is_here(&self) -> bool {
+        const SPACE: &str = "SELECT true FROM ONLY {spaces} AS p
+          WHERE p.id OPERATOR(pg_catalog.=) $1 AND p.space OPERATOR(pg_catalog.=) $2 AND p.section_keys OPERATOR(pg_catalog.=) $3
+            FOR KEY SHARE";
+        self.run(SPACE, |sql| {
+            Spi::connect(|client| {
+                let args = [self.space_id.into(), tables::text_arg(self.space), self.section_keys.into()];
+                Ok(!client.select(sql, Some(1), &args)?.is_empty())
+            })
+        })
+    }
+
     /// The answer to one request.
     fn answer(
         &self,
@@ -306,11 +326,22 @@ impl Store<'_> {
         raise: i64,
         limit: i64,
         starting: bool,
+        space_here: bool,
     ) -> (i64, String, i64, Option<i64>, Option<i64>, Option<String>) {
         let answer = |outcome: &str, generation: i64, raised: Option<(i64, i64)>, held_by: Option<String>| {
             (section, outcome.to_string(), generation, raised.map(|r| r.0), raised.map(|r| r.1), held_by)
         };
         let lease = self.lease(section);
+        // First, whatever the answer: a holder may have served up to its limit, and if this
+        // authority went back (restored, failed over) its max_seq is below that. Raising it is
+        // always safe.
+        if generation > 0 || raise == RELEASE {
+            self.repair(section, limit);
+        }
+        if !space_here {
+            // Dropped (or made anew with another id or size): no lease, no number of it.
+            return answer("nospace", generation, None, None);
+        }
         if raise == RELEASE {
             return match lease {
                 Lease::ThisStart(held) if held == generation => {
@@ -331,7 +362,6 @@ impl Store<'_> {
             if !keeps {
                 return answer("lost", generation, None, None);
             }
-            self.repair(section, limit);
             if raise == RENEW {
                 self.write_lease(section, generation);
                 return answer("renewed", generation, None, None);
@@ -347,7 +377,9 @@ impl Store<'_> {
         let last = match lease {
             Lease::Held(holder) => return answer("held", 0, None, Some(holder)),
             // A row that may be older than the truth: its holder may still be serving.
-            Lease::None | Lease::Lapsed(_) if starting => return answer("held", 0, None, Some("(the authority's wait after its start)".into())),
+            Lease::None | Lease::Lapsed(_) | Lease::EarlierStart(_) if starting => {
+                return answer("held", 0, None, Some("(none: the authority waits a lease and margin after its start)".into()))
+            }
             Lease::None => 0,
             Lease::ThisStart(last) | Lease::EarlierStart(last) | Lease::Lapsed(last) => last,
         };

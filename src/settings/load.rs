@@ -27,6 +27,7 @@ pub(super) fn load(level: PgLogLevel) -> Config {
         clock_step_policy: text(&CLOCK_STEP_POLICY),
         node_registry: text(&NODE_REGISTRY),
         segment_authority: text(&SEGMENT_AUTHORITY),
+        seq_sections: text(&SEQ_SECTIONS),
         max_clock_borrow_ms: MAX_CLOCK_BORROW.get(),
         max_clock_wait_ms: MAX_CLOCK_WAIT.get(),
         clock_reserve_ms: CLOCK_RESERVE.get(),

@@ -187,6 +187,12 @@ unsafe fn primary_key_index(relation: pg_sys::Relation) -> pg_sys::Oid {
 /// the worker wrote since the statement began (a copy of the segment authority's spaces), which
 /// stand for the authority's and are no part of the caller's transaction.
 pub fn with_latest_snapshot<T>(f: impl FnOnce() -> T) -> T {
+    // A parallel query may take no new snapshot: there the statement's (the worker's copy is
+    // then seen from the next statement on).
+    // SAFETY: reads this backend's transaction state.
+    if unsafe { pg_sys::IsInParallelMode() } {
+        return f();
+    }
     // SAFETY: a snapshot pushed in a transaction and popped below; an error in `f` aborts the
     // transaction, which pops it.
     unsafe { pg_sys::PushActiveSnapshot(pg_sys::GetLatestSnapshot()) };
