@@ -72,7 +72,11 @@ fn servers_with(prefix: &str, authority: &Cluster, count: usize, more: &[&str]) 
 /// The settings of a server of `authority`, with `more`.
 fn server_settings(authority: &Cluster, more: &[&str]) -> Vec<String> {
     let setting = format!("pg_idgen.segment_authority = '{}'", conninfo_as(authority, "idgen"));
-    [&[setting.as_str(), TTL, MARGIN, "pg_idgen.remote_timeout = '1s'"], more].concat().into_iter().map(String::from).collect()
+    [&[setting.as_str(), "pg_idgen.seq_sections = authority", TTL, MARGIN, "pg_idgen.remote_timeout = '1s'"], more]
+        .concat()
+        .into_iter()
+        .map(String::from)
+        .collect()
 }
 
 /// Waits until the authority's wait after its start is over.
@@ -602,7 +606,7 @@ fn an_authority_restarted_killed_or_emptied_of_leases_repeats_no_number() {
     // keeps it while client 4 calls it, and the first one's clients wait for it in vain.
     clients.push(looping(&servers[1], "orders", 4, keys(0), stop.clone()));
     progress(&clients, &[&servers[1]], "after the leases were deleted");
-    thread::sleep(Duration::from_secs(5));
+    thread::sleep(Duration::from_secs(2));
     stop.store(true, Ordering::Relaxed);
     let seen: Vec<Seen> = clients.into_iter().map(|c| c.join().unwrap()).collect();
     let after = |s: &Seen| s.done.iter().filter(|d| d.back > deleted_at).count();
@@ -701,9 +705,10 @@ fn a_copy_of_a_server_running_beside_it_keeps_the_order_across_servers() {
 
 /// Claim: the errors of leased sections. On a server, creating or dropping a space is 55000, an
 /// unknown space 42704, a key whose section another server serves 55006 naming that server (its
-/// cluster name and port), and with the authority stopped a section that is not loaded 08006. A
-/// restarted authority gives a section nobody holds only after its lease and margin. At
-/// the authority, a role without the grants gets 42501 from both functions, and a call of
+/// cluster name and port), and with the authority stopped a section that is not loaded 08006.
+/// `seq_current()` of a key another server serves is 55006 too, or no number below the holder's.
+/// A restarted authority gives a section nobody holds only after its lease and margin. At the
+/// authority, a role without the grants gets 42501 from both functions, and a call of
 /// `pg_idgen_seq_sections()` in a transaction block 25001.
 #[test]
 fn leased_sections_fail_with_clear_errors() {
@@ -718,7 +723,7 @@ fn leased_sections_fail_with_clear_errors() {
     assert_eq!(sqlstate(&error), "42704", "{error:?}");
 
     let stop = Arc::new(AtomicBool::new(false));
-    let holder = looping(&servers[0], "orders", 1, vec![5; 10], stop.clone());
+    let holder = looping(&servers[0], "orders", 1, vec![5, 7, 5, 7, 5], stop.clone());
     wait_for_rows(&servers[0], 1, "the holder");
     let error = db.query_one("SELECT seq_next('orders', 7)", &[]).expect_err("another server serves the section");
     assert_eq!(sqlstate(&error), "55006", "{error:?}");
@@ -729,6 +734,13 @@ fn leased_sections_fail_with_clear_errors() {
             && message.contains(&format!("port {}", servers[0].port)),
         "{message}"
     );
+    // seq_current() of a key another server serves: at least every number handed out before it
+    // was called, or the same error; never a number from a stale copy.
+    let served: i64 = servers[0].connect().query_one("SELECT coalesce(max(v), 0) FROM got WHERE key = 7", &[]).unwrap().get(0);
+    match db.query_one("SELECT seq_current('orders', 7)", &[]) {
+        Ok(row) => assert!(row.get::<_, i64>(0) >= served, "seq_current() {} below {served}", row.get::<_, i64>(0)),
+        Err(error) => assert_eq!(sqlstate(&error), "55006", "{error:?}"),
+    }
     let own: i64 = db.query_one("SELECT seq_next('orders', 300)", &[]).unwrap().get(0);
     assert_eq!(own, 1, "a section nobody holds is served at once");
     stop.store(true, Ordering::Relaxed);
