@@ -743,6 +743,65 @@ fn an_authority_set_back_is_repaired_by_the_live_holder() {
     eprintln!("the taker's first statement ended {:?} after the authority's restart", taker.done[0].back - restarted);
 }
 
+/// The process ids of a server: its postmaster and every child.
+fn server_pids(cluster: &Cluster) -> Vec<String> {
+    let pid_file = std::fs::read_to_string(cluster.data_file("postmaster.pid")).unwrap();
+    let postmaster = pid_file.lines().next().unwrap().trim().to_string();
+    let children = std::process::Command::new("pgrep").args(["-P", &postmaster]).output().unwrap();
+    let mut pids = vec![postmaster];
+    pids.extend(String::from_utf8_lossy(&children.stdout).split_whitespace().map(String::from));
+    pids
+}
+
+/// Claim: with the authority frozen (SIGSTOP: nothing answers), a holder serves its section on
+/// (its raised maximum lasts) until its lease ends here, a lease after its last renewal at most,
+/// then its calls fail with 08006 naming the authority; after the thaw they succeed again, and no
+/// number repeats.
+#[test]
+fn a_frozen_authority_stops_its_holders_at_their_leases_end() {
+    let authority = authority("frozen-authority");
+    let servers = servers("frozen-server", &authority, 1, "pg_idgen.segment_wait_timeout = '3s'");
+    let keys = vec![5_i64; 20];
+    let mut db = servers[0].connect();
+    let mut kept = Vec::new();
+    let mut stmt = 0;
+    let mut take = |db: &mut Client| {
+        stmt += 1;
+        statement(db, "big", 1, stmt, &keys, Mode::Fetched)
+    };
+    for _ in 0..20 {
+        kept.extend(take(&mut db).unwrap());
+    }
+    let frozen = Stopped::processes(server_pids(&authority));
+    let cut_at = Instant::now();
+    let mut last_ok = cut_at;
+    let error = loop {
+        match take(&mut db) {
+            Ok(numbers) => {
+                kept.extend(numbers);
+                last_ok = Instant::now();
+            }
+            Err(error) => break error,
+        }
+        assert!(cut_at.elapsed() < scaled(Duration::from_secs(30)), "the holder served on 30 s after the authority froze");
+    };
+    let failed_at = Instant::now();
+    drop(frozen);
+    assert_eq!(sqlstate(&error), "08006", "{error:?}");
+    assert!(error_text(&error).contains("segment authority"), "{error:?}");
+    let lease = Duration::from_millis(TTL_MS);
+    assert!(last_ok - cut_at <= lease + scaled(Duration::from_secs(1)), "the holder served {:?} after the authority froze", last_ok - cut_at);
+    let thawed = Instant::now();
+    loop {
+        match take(&mut db) {
+            Ok(numbers) => break kept.extend(numbers),
+            Err(error) => assert!(thawed.elapsed() < scaled(Duration::from_secs(15)), "no number after the thaw: {error:?}"),
+        }
+    }
+    assert_no_repeat_and_increasing(&kept, "around the authority's freeze");
+    eprintln!("served {:?} after the freeze, failed {:?} after it", last_ok - cut_at, failed_at - cut_at);
+}
+
 /// Claim: the errors of leased sections. On a server, creating or dropping a space is 55000, an
 /// unknown space 42704, a key whose section another server serves 55006 naming that server (its
 /// cluster name and port), and with the authority stopped a section that is not loaded 08006.
