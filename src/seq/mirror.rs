@@ -10,7 +10,7 @@ use std::sync::atomic::Ordering;
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 
-use super::leased::LEASES;
+use super::lease_state::{LEASES, SLOTS};
 use super::spaces::{self, SECRET_TABLE, SPACE_TABLE};
 use crate::tables::{self, display};
 use crate::worker::{self, wait};
@@ -20,8 +20,6 @@ use crate::{errors, remote};
 /// requests of that database (`spaces_asked`) and the count a copy answered (`spaces_copied`).
 /// Two databases that share a slot take it from each other: a call of the one that lost it waits
 /// out its deadline, then finds the space or not as the copy it has.
-pub const SLOTS: usize = 64;
-
 fn tagged(database: u32, count: u32) -> u64 {
     u64::from(database) << 32 | u64::from(count)
 }
@@ -109,7 +107,8 @@ pub(super) fn ask_and_wait(space: &[u8], deadline: &mut wait::Deadline) {
 /// answering the requests up to `asked` (as `asked` returned it).
 pub(super) fn copy(authority: &mut worker::Authority, database: pg_sys::Oid, asked: u64) -> Result<(), String> {
     let rows = authority.call(
-        |schema| format!("SELECT space, id, step, section_keys, text_key_hash, secret FROM {schema}.pg_idgen_seq_spaces()"),
+        // The secret as hex text, whatever bytea_output the authority's role has.
+        |schema| format!("SELECT space, id, step, section_keys, text_key_hash, pg_catalog.encode(secret, 'hex') FROM {schema}.pg_idgen_seq_spaces()"),
         &[],
         || {},
     )?;
@@ -134,7 +133,7 @@ fn space_of(row: &remote::Row) -> Option<Space> {
     let int = |i: usize| row.get(i)?.as_deref()?.parse::<i32>().ok();
     let secret = match row.get(5)?.as_deref() {
         None => None,
-        Some(text) => Some(decode_hex(text.strip_prefix("\\x")?)?),
+        Some(text) => Some(decode_hex(text)?),
     };
     Some(Space {
         name: row.first()?.clone()?.into_bytes(),

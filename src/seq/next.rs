@@ -14,7 +14,7 @@ use super::cache::{self, header, sections, Section, SectionId, DROPPED, LOADING,
 use super::recent::Recent;
 use super::spaces::{space_inserted_here, space_row, Space, CREATE_SPACE, SPACE};
 use super::text_key::{require_deterministic_argument, secret_missing};
-use super::{leased, mirror, served, wanted};
+use super::{lease_state as leased, mirror, served, wanted};
 use crate::seqlock::Seqlock;
 use crate::tables::{self, display, TextBytes};
 use crate::worker::wait::{self, Awaited, Deadline};
@@ -193,6 +193,11 @@ fn current(space: &[u8], key: Key) -> i64 {
     let mut deadline = Deadline::new();
     loop {
         let ready = ready_section(space, key, "seq_current()", &mut deadline);
+        if leased::lease_ended(ready.section) {
+            // Another server may be serving the key by now: its numbers are not in this counter.
+            wait_for_lease(&ready, space, &mut deadline);
+            continue;
+        }
         let (line, counter) = ready.section.counter(ready.index);
         let number = counter.load(Ordering::Acquire);
         let limit = ready.section.limit.load(Ordering::Acquire);

@@ -2,7 +2,6 @@
 //! to be loaded or raised now, raising them in the section table (`SectionSource`), and
 //! publishing what was raised.
 
-use std::ffi::CStr;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
@@ -13,7 +12,7 @@ use super::cache::{self, header, sections, CACHE, DROPPED, LOADING, READY};
 use super::spaces::{SECTION_TABLE, SPACE_TABLE};
 use super::wanted;
 use crate::tables;
-use crate::worker::{self, Served, Service, Serving};
+use crate::worker::{self, Served, Serving};
 use crate::{clock, settings};
 
 /// A raise published less than this after the one before doubles the next (up to
@@ -265,7 +264,7 @@ pub fn publish(need: &Need, outcome: &Outcome) -> bool {
     match *outcome {
         Outcome::Raised(old, new, lease) => {
             if let Some(lease) = lease {
-                super::leased::forget_holder(need.index);
+                super::lease_state::forget_holder(need.index);
                 section.lease_generation.store(lease.generation as u32, Ordering::Relaxed);
                 section.lease_until_ms.fetch_max(lease.until_ms, Ordering::AcqRel);
             }
@@ -317,7 +316,7 @@ pub fn publish(need: &Need, outcome: &Outcome) -> bool {
             section.backoff.failed(now_ms)
         }
         Outcome::Held(ref holder) => {
-            super::leased::record_holder(need, holder);
+            super::lease_state::record_holder(need.index, holder);
             section.want_raise.store(true, Ordering::Release);
             wanted::mark(need.index);
             section.backoff.failed(now_ms);
@@ -346,39 +345,6 @@ fn tick_use_clock() {
     if now_ms.saturating_sub(TICKED_AT_MS.get()) >= 1000 {
         TICKED_AT_MS.set(now_ms);
         header().use_clock.fetch_add(1, Ordering::Relaxed);
-    }
-}
-
-/// The sections of per-key sequences, as the database worker serves them.
-pub struct Sections;
-
-pub static SECTIONS: Sections = Sections;
-
-impl Service for Sections {
-    fn describe(&self) -> String {
-        let segments = &settings::config().segments;
-        match segments.authority.as_ref().filter(|_| segments.seq_leased) {
-            Some(authority) => {
-                format!("the sections of per-key sequences leased from the segment authority ({})", crate::remote::describe_conninfo(authority))
-            }
-            None => "the sections of per-key sequences from its tables".into(),
-        }
-    }
-
-    fn start(&self) -> Box<dyn Serving> {
-        let segments = &settings::config().segments;
-        match segments.authority.as_ref().filter(|_| segments.seq_leased) {
-            Some(authority) => Box::new(super::leased::LeasedSections::new(authority)),
-            None => Box::new(LocalSections),
-        }
-    }
-
-    fn retire_database(&self, database: pg_sys::Oid) {
-        super::cache::retire_database(database);
-    }
-
-    fn cached_tables(&self) -> &'static [&'static CStr] {
-        super::spaces::CACHED_TABLES
     }
 }
 

@@ -16,6 +16,8 @@ pgrx::extension_sql_file!("spaces.sql", name = "seq_tables");
 
 pub const SPACE_TABLE: &CStr = c"seq_space";
 pub const SECTION_TABLE: &CStr = c"seq_section";
+/// At the segment authority, which server serves each section now (`store`).
+pub const LEASE_TABLE: &CStr = c"seq_section_lease";
 /// Each keyed space's secret (`text_key`): a table of its own, which nobody is granted.
 pub const SECRET_TABLE: &CStr = c"seq_space_secret";
 /// The tables whose rows the cache holds: dropping one retires the database's sections.
@@ -236,7 +238,7 @@ fn delete_sections_and_secret(space: &[u8], delete: Run) -> Result<(), String> {
     .map_err(|e| e.to_string())?;
     // Its leases too (at the segment authority): a space made anew under the name must not find a
     // holder of the old one's sections.
-    for (table, placeholder) in [(SECRET_TABLE, "{secrets}"), (super::store::LEASE_TABLE, "{leases}")] {
+    for (table, placeholder) in [(SECRET_TABLE, "{secrets}"), (LEASE_TABLE, "{leases}")] {
         if let Some(oid) = tables::extension_table_oid(table) {
             tables::run_on_tables(
                 &[(placeholder, oid)],
@@ -267,7 +269,7 @@ pub(super) fn delete_space_rows(space: &[u8]) -> Result<(), String> {
 /// With sections leased from the segment authority, the spaces are the authority's (this server
 /// keeps a copy): refuses to create or drop one here (55000).
 fn refuse_with_authority(function: &str) {
-    if super::leased::leased() {
+    if super::lease_state::leased() {
         errors::raise(
             PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
             format!("{function}: the sequence spaces of this server live at the segment authority (pg_idgen.seq_sections = authority)"),

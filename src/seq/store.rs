@@ -27,11 +27,9 @@ use pgrx::pg_sys;
 use pgrx::prelude::*;
 
 use super::raise::{raise_row, Need, Outcome};
-use super::spaces::{SECRET_TABLE, SECTION_TABLE, SPACE, SPACE_TABLE};
+use super::spaces::{LEASE_TABLE, SECRET_TABLE, SECTION_TABLE, SPACE, SPACE_TABLE};
 use crate::tables::{self, TextBytes, TextOut};
 use crate::{authority_call, errors, settings, worker};
-
-pub const LEASE_TABLE: &std::ffi::CStr = c"seq_section_lease";
 
 /// What a request for one section asks (`raises[i]`): a raise of at least this many numbers (0:
 /// the space's step), with the section taken first if `generations[i]` is 0; or only a renewal, or
