@@ -803,7 +803,7 @@ fn a_frozen_authority_stops_its_holders_at_their_leases_end() {
 }
 
 /// Claim: the errors of leased sections. On a server, creating or dropping a space is 55000, an
-/// unknown space 42704, a key whose section another server serves 55006 naming that server (its
+/// unknown space 42704 (naming the authority), a key whose section another server serves 55006 naming that server (its
 /// cluster name and port), and with the authority stopped a section that is not loaded 08006.
 /// `seq_current()` of a key another server serves is 55006 too, or no number below the holder's.
 /// A restarted authority gives a section nobody holds only after its lease and margin. At the
@@ -820,6 +820,7 @@ fn leased_sections_fail_with_clear_errors() {
     assert_eq!(sqlstate(&error), "55000", "{error:?}");
     let error = db.query_one("SELECT seq_next('nope', 1)", &[]).expect_err("the authority has no such space");
     assert_eq!(sqlstate(&error), "42704", "{error:?}");
+    assert!(error.as_db_error().unwrap().detail().unwrap_or_default().contains("pg_idgen.segment_authority"), "{error:?}");
 
     let stop = Arc::new(AtomicBool::new(false));
     let holder = looping(&servers[0], "orders", 1, vec![5, 7, 5, 7, 5], stop.clone());
