@@ -802,6 +802,35 @@ fn a_frozen_authority_stops_its_holders_at_their_leases_end() {
     eprintln!("served {:?} after the freeze, failed {:?} after it", last_ok - cut_at, failed_at - cut_at);
 }
 
+/// Claim: the authority numbering a space itself (its pg_idgen.seq_sections is local) beside a
+/// server that leases the same section: both calling one key (a space of step 50, so both raise
+/// often), no number repeats and each client's numbers increase (docs/many-servers.md, "The
+/// authority's own calls").
+#[test]
+fn the_authority_numbering_beside_a_leasing_server_repeats_no_number() {
+    let authority = authority("beside-authority");
+    let servers = servers("beside-server", &authority, 1, LONG_WAIT);
+    authority.connect().batch_execute("CREATE TABLE got (client int, stmt int, o int, key bigint, v bigint)").unwrap();
+    let keys: Vec<i64> = [vec![5; 20], (0..20).collect()].concat();
+    let stop = Arc::new(AtomicBool::new(false));
+    let server_client = looping(&servers[0], "orders", 1, keys.clone(), stop.clone());
+    wait_for_rows(&servers[0], 200, "the server's client");
+    let authority_client = looping(&authority, "orders", 2, keys, stop.clone());
+    wait_for_rows(&authority, 2000, "the authority's client");
+    let before: i64 = servers[0].connect().query_one("SELECT count(*) FROM got", &[]).unwrap().get(0);
+    wait_for_rows(&servers[0], before + 2000, "the server's client beside the authority's");
+    stop.store(true, Ordering::Relaxed);
+    let (server_client, authority_client) = (server_client.join().unwrap(), authority_client.join().unwrap());
+    let all = every_number(&[&servers[0], &authority], &[&server_client, &authority_client]);
+    eprintln!(
+        "{} numbers; server errors {:?}, authority errors {:?}",
+        all.len(),
+        server_client.errors.iter().map(|e| e.1.clone()).collect::<Vec<_>>(),
+        authority_client.errors.iter().map(|e| e.1.clone()).collect::<Vec<_>>()
+    );
+    assert_no_repeat_and_increasing(&all, "the authority and a leasing server");
+}
+
 /// Claim: the errors of leased sections. On a server, creating or dropping a space is 55000, an
 /// unknown space 42704 (naming the authority), a key whose section another server serves 55006 naming that server (its
 /// cluster name and port), and with the authority stopped a section that is not loaded 08006.
