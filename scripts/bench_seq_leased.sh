@@ -20,7 +20,7 @@ lease_conf=("pg_idgen.seq_lease_ttl = '3s'" "pg_idgen.seq_lease_margin = '500ms'
 # leased_start NAME PORT: (re)starts a server taking its per-key sequences from the authority;
 # leased_server NAME PORT: makes one.
 leased_start() {
-    cluster_start "$1" "$2" "shared_preload_libraries = 'pg_idgen'" "${lease_conf[@]}" \
+    cluster_start "$1" "$2" "shared_preload_libraries = 'pg_idgen'" "${lease_conf[@]}" "pg_idgen.seq_sections = authority" \
         "pg_idgen.segment_authority = 'host=$WORK_ROOT/bench_auth/socket port=$AUTH_PORT dbname=postgres user=idgen'"
 }
 leased_server() {
