@@ -833,7 +833,9 @@ fn the_authority_numbering_beside_a_leasing_server_repeats_no_number() {
 
 /// Claim: the errors of leased sections. On a server, creating or dropping a space is 55000, an
 /// unknown space 42704 (naming the authority), a key whose section another server serves 55006 naming that server (its
-/// cluster name and port), and with the authority stopped a section that is not loaded 08006.
+/// cluster name and port) when it is not handed over in time (the holder's own calls, once it
+/// handed it over, 55006 naming the asker), and with the authority stopped a section that is not
+/// loaded 08006.
 /// `seq_current()` of a key another server serves is 55006 too, or no number below the holder's.
 /// A restarted authority gives a section nobody holds only after its lease and margin. At the
 /// authority, a role without the grants gets 42501 from both functions, and a call of
@@ -874,7 +876,13 @@ fn leased_sections_fail_with_clear_errors() {
     assert_eq!(own, 1, "a section nobody holds is served at once");
     stop.store(true, Ordering::Relaxed);
     let holder = holder.join().unwrap();
-    assert!(holder.errors.is_empty(), "the holder failed: {:?}", holder.errors);
+    // The asker's request hands the section over at the holder's next renewal: the holder's calls
+    // may then wait for it in turn, and fail with 55006 naming the asker; with nothing else.
+    assert!(
+        holder.errors.iter().all(|(_, sqlstate, message)| sqlstate == "55006" && message.contains(&cluster_name(&servers[1]))),
+        "the holder failed otherwise: {:?}",
+        holder.errors
+    );
 
     let space_id: i32 = authority.connect().query_one("SELECT id FROM seq_space WHERE space = 'orders'", &[]).unwrap().get(0);
     let call = format!(
@@ -998,4 +1006,32 @@ fn a_tenant_moved_to_another_server_keeps_its_numbers_distinct_and_increasing() 
     let (before, after): (Vec<Taken>, Vec<Taken>) = as_taken.iter().filter(|t| t.key == i64::from(BUSY)).partition(|t| t.client < 3);
     assert_above(&before, &after, "the busy tenant after the move");
     eprintln!("{} issues; the busy tenant's writers on server 2 took {moved_took:?}", all.len());
+}
+
+/// Claim: a section is handed over on request. While a client of one server keeps calling a key,
+/// a call of the same key on another server asks the authority for its section, the holder hands
+/// it over at its next renewal (`seq_lease_status().handed_over`), and the asking call gets a
+/// number within its wait (5 s, with renewals every second), above every number the holder had
+/// handed out before the call was sent; no number repeats over both servers.
+#[test]
+fn a_busy_holder_hands_a_section_over_when_another_server_asks() {
+    let authority = authority("handover-authority");
+    let servers = servers("handover-server", &authority, 2, "pg_idgen.segment_wait_timeout = '5s'");
+    let stop = Arc::new(AtomicBool::new(false));
+    let holder = looping(&servers[0], "orders", 1, vec![5, 6], stop.clone());
+    wait_for_rows(&servers[0], 100, "the holder");
+    let before: i64 = servers[0].connect().query_one("SELECT max(v) FROM got WHERE key = 5", &[]).unwrap().get(0);
+    let asked = Instant::now();
+    let mut db = servers[1].connect();
+    let row = db.query_one("SELECT seq_next('orders', 5)", &[]).expect("the holder hands the section over within the wait");
+    let number: i64 = row.get(0);
+    eprintln!("handed over {:?} after the ask", asked.elapsed());
+    assert!(number > before, "the asker's number {number} is not above the holder's {before}");
+    stop.store(true, Ordering::Relaxed);
+    let holder = holder.join().unwrap();
+    let handed_over: i64 = servers[0].connect().query_one("SELECT handed_over FROM seq_lease_status()", &[]).unwrap().get(0);
+    assert!(handed_over >= 1, "the holder reports no section handed over");
+    let mut all = every_number(&[&servers[0]], &[&holder]);
+    all.push(Taken { client: 2, stmt: 0, o: 1, key: 5, v: number });
+    assert_no_repeat_and_increasing(&all, "a section handed over on request");
 }

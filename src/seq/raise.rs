@@ -15,9 +15,12 @@ use crate::tables;
 use crate::worker::{self, Served, Serving};
 use crate::{clock, settings};
 
-/// A take of a section another server holds is tried again at once this many times, then after
-/// growing pauses.
-const HELD_RETRIES_AT_ONCE: u32 = 40;
+/// A take of a section another server holds is tried again every `HELD_RETRY_MS` this many times
+/// (what a call waits at most, `pg_idgen.segment_wait_timeout`, is seconds), then after growing
+/// pauses. Why not at once: the worker's answer wakes the waiting call, whose request wakes the
+/// worker again, and the tries would follow each other by the millisecond.
+const HELD_RETRIES_SOON: u32 = 300;
+const HELD_RETRY_MS: i64 = 100;
 
 /// A raise published less than this after the one before doubles the next (up to
 /// `pg_idgen.segment_max_step`): a hot section then waits for the worker less often.
@@ -320,16 +323,15 @@ pub fn publish(need: &Need, outcome: &Outcome) -> bool {
             section.backoff.failed(now_ms)
         }
         Outcome::Held(ref holder) => {
-            // No pause at first: the holder hands the section over at its next renewal (every
-            // third of its lease), and the asker must be back for it soon (the calls that wait
-            // wake the worker every 100 ms). A section asked for longer, whose calls may have
-            // given up, is asked for less often.
+            // A short pause at first: the holder hands the section over at its next renewal
+            // (every third of its lease), and the asker must be back for it soon. A section asked
+            // for longer, whose calls may have given up, is asked for less often.
             super::lease_state::record_holder(need.index, holder);
             section.want_raise.store(true, Ordering::Release);
             wanted::mark(need.index);
             section.backoff.failed(now_ms);
-            if section.backoff.failures() <= HELD_RETRIES_AT_ONCE {
-                section.backoff.retry_now();
+            if section.backoff.failures() <= HELD_RETRIES_SOON {
+                section.backoff.retry_at(now_ms + HELD_RETRY_MS);
             }
             false
         }
