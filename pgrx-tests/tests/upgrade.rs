@@ -135,7 +135,9 @@ fn released_versions_update_to_the_current_objects() {
     cluster.configure(&["shared_preload_libraries = 'pg_idgen'", "pg_idgen.node_id = 18"]);
     cluster.start();
     let mut db = cluster.connect();
-    for database in ["fresh", "from_0_1_0", "from_0_2_0", "from_0_3_0", "from_0_4_0", "from_0_5_0", "from_0_6_0", "from_0_7_0", "from_0_8_0", "from_0_9_0"] {
+    for database in
+        ["fresh", "from_0_1_0", "from_0_2_0", "from_0_3_0", "from_0_4_0", "from_0_5_0", "from_0_6_0", "from_0_7_0", "from_0_8_0", "from_0_9_0"]
+    {
         db.batch_execute(&format!("CREATE DATABASE {database}")).unwrap();
     }
     let mut fresh = cluster.connect_to("fresh");
