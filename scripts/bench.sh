@@ -10,6 +10,8 @@
 #   ONLY_SEQ=1 ./dev bench  only the per-key sequences (scripts/bench_seq.sh: SEQ_PARTS chooses
 #                          its parts, SEQ_KEYS and SEQ_KEYS_LARGE the many keys)
 #   ONLY_MASK=1 ./dev bench only the public numbers (id_mask and id_unmask in each form)
+#   ONLY_LEASED=1 ./dev bench  only the per-key sequences leased from a segment authority
+#                          (scripts/bench_seq_leased.sh: an authority and two servers)
 #   NO_INSTALL=1 ./dev bench  the build installed as it is, not this tree's
 #   BASELINE_REV=<git revision> ./dev bench
 #                          also times snowflake_next() and uuid_v7_next() of that revision against
@@ -103,7 +105,7 @@ instructions_per_call() {
 
 # Sections 1, 2, 3 and 5 run unless ONLY_COMPARE is set (then only section 4 runs); ONLY_SEQ runs
 # section 3 alone, ONLY_MASK section 5 alone.
-if [ -z "${ONLY_COMPARE:-}${ONLY_SEQ:-}${ONLY_MASK:-}" ]; then
+if [ -z "${ONLY_COMPARE:-}${ONLY_SEQ:-}${ONLY_MASK:-}${ONLY_LEASED:-}" ]; then
     # 1. Cost per call of every generator. For snowflake, a layout whose cap (262,144,000 ids/s) is far above what one backend can
     #    call, so the generator never waits for the clock and only its own cost shows.
     # PostgreSQL 18 has a UUIDv7 generator of its own, uuidv7(): timed in the same run, as the yardstick.
@@ -147,15 +149,18 @@ if [ -z "${ONLY_COMPARE:-}${ONLY_SEQ:-}${ONLY_MASK:-}" ]; then
 fi
 
 # 3. Per-key sequences against segment_next(), nextval() and what users do without them.
-if [ -z "${ONLY_COMPARE:-}${ONLY_MASK:-}" ]; then
+if [ -z "${ONLY_COMPARE:-}${ONLY_MASK:-}${ONLY_LEASED:-}" ]; then
     source scripts/bench_seq.sh
 fi
+
+# 6. Per-key sequences on many servers: scripts/bench_seq_leased.sh.
+source scripts/bench_seq_leased.sh
 
 # 5. Public numbers: ns per call of masking and unmasking in each form, against snowflake_next(),
 #    md5(id::text) (what users reach for today) and gen_random_uuid() (the goal: one id_mask()
 #    costs less), in the same run. The key schedules are expanded once per backend, in the warm-up.
 #    Unmasking a text form is timed as a round trip; its cost is the round trip's less the mask's.
-if [ -z "${ONLY_COMPARE:-}${ONLY_SEQ:-}" ]; then
+if [ -z "${ONLY_COMPARE:-}${ONLY_SEQ:-}${ONLY_LEASED:-}" ]; then
     cluster_remove bench
     bench_start "pg_idgen.node_id = 1" "pg_idgen.node_bits = 4" "pg_idgen.sequence_bits = 18"
     cluster_psql bench -q -c "CREATE EXTENSION pg_idgen" -c "SELECT id_mask_key_create()" >/dev/null

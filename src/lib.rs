@@ -5,6 +5,7 @@
 
 use pgrx::prelude::*;
 
+mod authority_call;
 pub mod base32;
 mod c_function;
 pub mod clock;
@@ -70,7 +71,7 @@ pub extern "C-unwind" fn _PG_init() {
 }
 
 /// The regions of shared memory, each its component's, in the order they are built.
-static REGIONS: [&dyn shmem::Region; 11] = [
+static REGIONS: [&dyn shmem::Region; 12] = [
     &engine::GENERATORS,
     &clock::WATCH,
     &mark::MARKS,
@@ -82,6 +83,7 @@ static REGIONS: [&dyn shmem::Region; 11] = [
     &seq::DATABASES,
     &seq::WANTED,
     &seq::SERVED,
+    &seq::LEASES,
 ];
 
 /// What a new shared memory gets before any process can use it, once every region is built: no

@@ -37,7 +37,7 @@ const LAYERS: [(&str, &[&str]); 5] = [
     ),
     (
         "the server's services, wrapped: errors, settings, shared memory, tables, remote status",
-        &["c_function", "clock", "errors", "random", "remote::status", "settings", "shmem", "sigterm", "tables"],
+        &["authority_call", "c_function", "clock", "errors", "random", "remote::status", "settings", "shmem", "sigterm", "tables"],
     ),
     ("the engine of time-based ids and its durable marks; the database worker", &["engine", "mark", "worker"]),
     (

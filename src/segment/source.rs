@@ -3,15 +3,13 @@
 //! table (`LocalTable`), and the segment authority, another server's tag table reached over
 //! libpq (`Authority`), which many servers share.
 
-use std::time::{Duration, Instant};
-
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 
-use crate::remote::{self, Connection, RemoteError};
+use crate::remote;
 
 use super::table;
-use crate::{tables, worker};
+use crate::{authority_call, tables, worker};
 
 /// What the worker must load for one slot now.
 pub struct Need {
@@ -130,115 +128,6 @@ fn allocate_row(table: pg_sys::Oid, tag: &[u8], step: i64, block: i64, nowait: b
     }
 }
 
-/// Sets a parameter as the superuser a SECURITY DEFINER function of pg_idgen runs as: until the
-/// end of the transaction (`GUC_ACTION_LOCAL`), or until the current GUC nest level is popped
-/// (`GUC_ACTION_SAVE`).
-fn set_parameter(name: &std::ffi::CStr, value: &std::ffi::CStr, action: pg_sys::GucAction::Type) {
-    // SAFETY: sets a parameter; both are C strings.
-    unsafe {
-        pg_sys::set_config_option(
-            name.as_ptr(),
-            value.as_ptr(),
-            pg_sys::GucContext::PGC_SUSET,
-            pg_sys::GucSource::PGC_S_SESSION,
-            action,
-            true,
-            0,
-            false,
-        );
-    }
-}
-
-/// Refuses (25001) unless the range is the caller's only once it is committed: the call must be
-/// the whole of its statement, `SELECT … FROM pg_idgen_segment_allocate(constants or parameters)`
-/// with plain columns, and that statement a transaction of its own that commits as soon as it
-/// ends. Why: a range allocated in a transaction that is then rolled back is allocated again
-/// later, and a caller who saw it first (a row sent before a later statement of a transaction
-/// block fails, a `DO` block or function that raises after the call, a notice from an
-/// expression around it, a serialization failure at commit) holds numbers that will be handed
-/// out to servers. `PreventInTransactionBlock` refuses blocks and subtransactions, and makes the
-/// extended protocol commit right after this statement rather than at its Sync.
-fn refuse_unless_committed_alone(fcinfo: pg_sys::FunctionCallInfo) {
-    const CALLER: &std::ffi::CStr = c"pg_idgen_segment_allocate()";
-    // SAFETY: checks the current transaction; raises an ERROR in a block or a subtransaction.
-    unsafe { pg_sys::PreventInTransactionBlock(true, CALLER.as_ptr()) };
-    // SAFETY: reads the active portal's plan, valid while it runs, and this call's fcinfo.
-    let alone = unsafe { is_whole_top_level_statement(fcinfo) };
-    // SAFETY: reads the transaction's isolation level.
-    let serializable = unsafe { pg_sys::XactIsoLevel } == pg_sys::XACT_SERIALIZABLE as i32;
-    if !alone || serializable {
-        crate::errors::raise(
-            PgSqlErrorCode::ERRCODE_ACTIVE_SQL_TRANSACTION,
-            "pg_idgen_segment_allocate() must be called alone, as a statement and transaction of its own".into(),
-            Some(if serializable {
-                "At isolation level SERIALIZABLE its commit could fail after the range was seen.".into()
-            } else {
-                "Only SELECT … FROM pg_idgen_segment_allocate($1, $2), with no other expression, function or statement around it, is accepted: the range is the caller's only once that statement committed.".into()
-            }),
-            None,
-        );
-    }
-}
-
-/// Whether this call is the one function of the top-level statement's plan: a SELECT whose plan
-/// is a single function scan of it with constant or parameter arguments, plain columns and no
-/// filter, subplan or init plan. (Not seen: an Execute message with a row limit, which suspends
-/// the portal after the row; PostgreSQL no longer records the limit in the portal.) A nested call (from a function or `DO` block) has its own
-/// expression node, never the top-level plan's.
-///
-/// # Safety
-/// `fcinfo` is this call's; the active portal's statements are valid while it runs.
-unsafe fn is_whole_top_level_statement(fcinfo: pg_sys::FunctionCallInfo) -> bool {
-    use pg_sys::NodeTag::*;
-    // SAFETY: the caller's promise; every pointer is checked before it is followed.
-    unsafe {
-        let tag = |node: *const pg_sys::Node| if node.is_null() { T_Invalid } else { (*node).type_ };
-        let only = |list: *mut pg_sys::List| -> Option<*mut std::ffi::c_void> {
-            (!list.is_null() && (*list).length == 1).then(|| (*(*list).elements).ptr_value)
-        };
-        let portal = pg_sys::ActivePortal;
-        if portal.is_null() || fcinfo.is_null() || (*fcinfo).flinfo.is_null() {
-            return false;
-        }
-        let Some(statement) = only((*portal).stmts).map(|p| p.cast::<pg_sys::PlannedStmt>()) else { return false };
-        if tag(statement.cast()) != T_PlannedStmt
-            || (*statement).commandType != pg_sys::CmdType::CMD_SELECT
-            || !(*statement).subplans.is_null()
-            || !(*statement).utilityStmt.is_null()
-        {
-            return false;
-        }
-        let plan = (*statement).planTree;
-        if tag(plan.cast()) != T_FunctionScan
-            || !(*plan).initPlan.is_null()
-            || !(*plan).qual.is_null()
-            || !(*plan).lefttree.is_null()
-            || !(*plan).righttree.is_null()
-        {
-            return false;
-        }
-        let target_list = (*plan).targetlist;
-        if !target_list.is_null() {
-            for i in 0..(*target_list).length as usize {
-                let entry = (*(*target_list).elements.add(i)).ptr_value.cast::<pg_sys::TargetEntry>();
-                if tag((*entry).expr.cast()) != T_Var {
-                    return false;
-                }
-            }
-        }
-        let Some(function) = only((*plan.cast::<pg_sys::FunctionScan>()).functions).map(|p| p.cast::<pg_sys::RangeTblFunction>()) else {
-            return false;
-        };
-        let call = (*function).funcexpr;
-        if call != (*(*fcinfo).flinfo).fn_expr || tag(call) != T_FuncExpr {
-            return false;
-        }
-        let args = (*call.cast::<pg_sys::FuncExpr>()).args;
-        (0..if args.is_null() { 0 } else { (*args).length as usize })
-            .all(|i| matches!(tag((*(*args).elements.add(i)).ptr_value.cast()), T_Const | T_Param))
-    }
-}
-
 #[pg_extern(volatile, security_definer)]
 #[search_path(pg_catalog, pg_temp)]
 /// At the segment authority: the next range of `tag`, for a server's pg_idgen worker, which calls
@@ -250,7 +139,7 @@ fn pg_idgen_segment_allocate(
     fcinfo: pg_sys::FunctionCallInfo,
 ) -> TableIterator<'static, (name!(max_id, i64), name!(len, i64))> {
     table::TAG.check(tag.0);
-    refuse_unless_committed_alone(fcinfo);
+    authority_call::refuse_unless_committed_alone(fcinfo, c"pg_idgen_segment_allocate()", "pg_idgen_segment_allocate($1, $2)", "the range");
     if !(0..=i32::MAX as i64).contains(&min_len) {
         crate::errors::raise(
             PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
@@ -261,7 +150,7 @@ fn pg_idgen_segment_allocate(
     }
     // The range is the caller's once this statement commits: durably, whatever the session (or
     // a connection pooler between) says. Until the commit, so SET LOCAL.
-    set_parameter(c"synchronous_commit", c"on", pg_sys::GucAction::GUC_ACTION_LOCAL);
+    authority_call::set_parameter(c"synchronous_commit", c"on", pg_sys::GucAction::GUC_ACTION_LOCAL);
     let Some(table) = table::tag_table_oid() else {
         crate::errors::raise(PgSqlErrorCode::ERRCODE_UNDEFINED_OBJECT, "the segment tag table is missing".into(), None, None)
     };
@@ -271,8 +160,8 @@ fn pg_idgen_segment_allocate(
     // waited for, briefly. An error aborts the (sub)transaction, which restores them too.
     // SAFETY: a GUC nest level opened here and popped below.
     let level = unsafe { pg_sys::NewGUCNestLevel() };
-    set_parameter(c"session_replication_role", c"replica", pg_sys::GucAction::GUC_ACTION_SAVE);
-    set_parameter(c"lock_timeout", c"1000", pg_sys::GucAction::GUC_ACTION_SAVE);
+    authority_call::set_parameter(c"session_replication_role", c"replica", pg_sys::GucAction::GUC_ACTION_SAVE);
+    authority_call::set_parameter(c"lock_timeout", c"1000", pg_sys::GucAction::GUC_ACTION_SAVE);
     // Why no block: the servers that call this ask for at least `min_len` and take what there is
     // at bigint's end (their worker publishes a shorter range and learns that nothing is left).
     let allocated = allocate_row(table, tag.0, min_len, 0, false);
@@ -297,89 +186,37 @@ REVOKE EXECUTE ON FUNCTION pg_idgen_segment_allocate(text, bigint) FROM PUBLIC;
 
 /// The segment authority (`pg_idgen.segment_authority`): each range is one committed statement
 /// there, `pg_idgen_segment_allocate()`, with `synchronous_commit = on` for the session, so the
-/// range is durable at the authority before it is published here. Nothing local is open while
-/// it waits, and every step has a deadline (`pg_idgen.remote_timeout`).
-pub struct Authority {
-    conninfo: String,
-    described: String,
-    timeout: Duration,
-    connection: Option<Connection>,
-    /// The local database's encoding: tags are sent as they are stored here.
-    encoding: String,
-    /// After the authority was unreachable, no call before this: the other tags of the round
-    /// would each wait out a deadline too.
-    paused_until: Option<Instant>,
-}
+/// range is durable at the authority before it is published here (`worker::Authority`: deadlines,
+/// the pause after a failure, the status).
+pub struct Authority(worker::Authority);
 
 impl Authority {
     pub fn new(conninfo: &str, timeout_ms: u64) -> Authority {
-        // SAFETY: the name of this database's encoding, a static C string.
-        let encoding = unsafe { std::ffi::CStr::from_ptr(pg_sys::GetDatabaseEncodingName()) }.to_string_lossy().into_owned();
-        Authority {
-            conninfo: conninfo.to_string(),
-            described: remote::describe_conninfo(conninfo),
-            timeout: Duration::from_millis(timeout_ms),
-            connection: None,
-            encoding,
-            paused_until: None,
-        }
-    }
-
-    fn call(&mut self, need: &Need) -> Result<Outcome, RemoteError> {
-        if let Some(until) = self.paused_until.filter(|&until| Instant::now() < until) {
-            let _ = until;
-            return Err(RemoteError::Unreachable("not tried again yet after the last failure".into()));
-        }
-        let deadline = Instant::now() + self.timeout;
-        let stop = worker::told_to_stop;
-        if self.connection.is_none() {
-            let connection = Connection::open(&self.conninfo, "pg_idgen worker", Some(&self.encoding), deadline, &stop)?;
-            remote::pin_session(&connection, self.timeout.as_millis() as u64, deadline, &stop)?;
-            self.connection = Some(connection);
-        }
-        let connection = self.connection.as_ref().expect("opened above");
-        let schema = remote::extension_schema(connection, deadline, &stop)?;
-        let sql = format!("SELECT max_id, len FROM {schema}.pg_idgen_segment_allocate($1::pg_catalog.text, $2::pg_catalog.int8)");
-        let rows = connection.query(&sql, &[&need.tag, need.step.to_string().as_bytes()], deadline, &stop)?;
-        let number = |row: &remote::Row, i: usize| row[i].as_deref().and_then(|v| v.parse::<i64>().ok());
-        match rows.first() {
-            None => Ok(Outcome::NoTag),
-            // A range fits a slot (offsets are 32 bits) and starts at 0 or above.
-            Some(row) => match (number(row, 0), number(row, 1)) {
-                (Some(max_id), Some(len)) if (0..=i32::MAX as i64).contains(&len) && max_id.checked_sub(len).is_some_and(|d| d >= -1) => {
-                    Ok(outcome_of(Some((max_id, len))))
-                }
-                _ => Err(RemoteError::Refused { sqlstate: "XX000".into(), message: "the authority's answer is not a range".into() }),
-            },
-        }
+        Authority(worker::Authority::new(conninfo, timeout_ms))
     }
 }
 
 impl RangeSource for Authority {
     fn allocate(&mut self, need: &Need) -> Outcome {
-        let status = crate::remote::authority();
-        match self.call(need) {
-            Ok(outcome) => {
-                self.paused_until = None;
-                if status.failures_in_a_row.load(std::sync::atomic::Ordering::Relaxed) > 0 {
-                    super::slot::retry_now();
+        let rows = self.0.call(
+            |schema| format!("SELECT max_id, len FROM {schema}.pg_idgen_segment_allocate($1::pg_catalog.text, $2::pg_catalog.int8)"),
+            &[&need.tag, need.step.to_string().as_bytes()],
+            super::slot::retry_now,
+        );
+        let rows = match rows {
+            Ok(rows) => rows,
+            Err(message) => return Outcome::Failed(message),
+        };
+        let number = |row: &remote::Row, i: usize| row[i].as_deref().and_then(|v| v.parse::<i64>().ok());
+        match rows.first() {
+            None => Outcome::NoTag,
+            // A range fits a slot (offsets are 32 bits) and starts at 0 or above.
+            Some(row) => match (number(row, 0), number(row, 1)) {
+                (Some(max_id), Some(len)) if (0..=i32::MAX as i64).contains(&len) && max_id.checked_sub(len).is_some_and(|d| d >= -1) => {
+                    outcome_of(Some((max_id, len)))
                 }
-                status.succeeded();
-                outcome
-            }
-            Err(error) => {
-                let unreachable = !matches!(error, RemoteError::Refused { .. });
-                let message = format!("the segment authority ({}): {error}", self.described);
-                if unreachable {
-                    if self.connection.take().is_some() || self.paused_until.is_none_or(|until| Instant::now() >= until) {
-                        status.failed(&message, true);
-                    }
-                    self.paused_until = Some(Instant::now() + Duration::from_secs(1));
-                } else {
-                    status.failed(&message, false);
-                }
-                Outcome::Failed(message)
-            }
+                _ => Outcome::Failed(format!("the segment authority ({}): its answer is not a range", self.0.described)),
+            },
         }
     }
 }

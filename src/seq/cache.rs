@@ -101,6 +101,11 @@ pub struct Section {
     pub(super) space: [AtomicU8; MAX_NAME_LEN],
     /// A raise is wanted (prefetch reached, or a call waits); `wanted` has the section's mark.
     pub(super) want_raise: AtomicBool,
+    /// With a segment authority: the generation of the section's lease (0: none), and when the
+    /// lease ends on this server (monotonic ms); calls hand out no number after that. Written by
+    /// the worker's publish; calls read the end.
+    pub(super) lease_generation: AtomicU32,
+    pub(super) lease_until_ms: AtomicI64,
     pub(super) lines: [Line; LINES],
 }
 
@@ -180,6 +185,8 @@ impl Section {
         // While LOADING, `raised_at_ms` is when the section was taken (see `find_or_take`).
         self.raised_at_ms.store(clock::monotonic_millis(), Ordering::Relaxed);
         self.backoff.reset();
+        self.lease_generation.store(0, Ordering::Relaxed);
+        self.lease_until_ms.store(0, Ordering::Relaxed);
         self.state.store(LOADING, Ordering::Release);
         self.want_raise.store(true, Ordering::Release);
         wanted::mark(way);
@@ -441,6 +448,24 @@ pub(super) fn retake(found: Found, id: SectionId, space: &[u8]) -> Option<Found>
 pub(super) fn set_state(section: &Section, state: u32) {
     databases::moved(section.database.load(Ordering::Relaxed), counted(section.state.load(Ordering::Relaxed)), counted(state));
     section.state.store(state, Ordering::Release);
+}
+
+/// Retires one section (its lease went to another server, ran out, or was given up): its next
+/// call takes it again. Under the exclusive lock; the database's retire epoch moves on, so that
+/// no backend uses the section by what it remembered.
+pub(super) fn retire_section(way: usize) {
+    let section = &sections()[way];
+    let state = section.state.load(Ordering::Relaxed);
+    if state == FREE {
+        return;
+    }
+    let database = section.database.load(Ordering::Relaxed);
+    databases::leave(way, database, counted(state));
+    section.change_header(|| {
+        tag_of_way(way).store(0, Ordering::Relaxed);
+        section.state.store(FREE, Ordering::Release);
+    });
+    epoch_of(database).fetch_add(1, Ordering::AcqRel);
 }
 
 /// Retires every cached section of a database: its next call loads it again, from the table.

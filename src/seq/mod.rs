@@ -5,7 +5,14 @@
 //! - `cache`: the sections in shared memory, the sets they live in, taking and retiring them;
 //! - `next`: the hot path, `seq_next()`, `seq_current()`, `seq_key()`;
 //! - `spaces`: `seq_space_create()`, `seq_space_drop()`, the tables and their trigger;
-//! - `raise`: the worker's side (loads and raises, `SectionSource`: the local table today);
+//! - `raise`: the worker's side (loads and raises; `SectionSource`, `LocalSections`: this
+//!   database's section table);
+//! - `service`: the sections as a service of the database worker, from either source;
+//! - `leased`: sections leased from the segment authority (`pg_idgen.seq_sections = authority`):
+//!   takes, raises and renewals there, idle sections given up, `seq_lease_status()`;
+//! - `lease_state`: what every process knows of the leases (their region, the calls' check);
+//! - `mirror`: this database's copy of the authority's spaces;
+//! - `store`: the authority's side, `pg_idgen_seq_sections()` and `pg_idgen_seq_spaces()`;
 //! - `fill`: the trigger `seq_fill()`;
 //! - `text_key`: what a text key stands for in its space (keyed by the space's secret), and
 //!   which texts may be keys;
@@ -20,6 +27,12 @@
 //! — the first time, after a restart or a crash, after an eviction — is first raised once more,
 //! and all its keys continue from the maximum found *before* that raise. So no number repeats:
 //! everything handed out before is at most that maximum.
+//!
+//! With sections leased from the segment authority the rule holds across servers: the authority's
+//! `max_seq` is raised only for the section's current holder (fenced by the lease's generation),
+//! and a server that takes a section loads it as above, so its keys continue above every number
+//! an earlier holder served (`store`). A raise that finds `max_seq` above the section's `limit`
+//! (someone else raised it) starts the keys above it too.
 //!
 //! ## The cache
 //!
@@ -75,6 +88,7 @@
 //! | the database lists and counts | take, load, retire, a space found gone | the lock |
 //! | `last_used` | calls, when the use clock moved since this backend last wrote it | approximate |
 //! | `raise`, `raised_at_ms`, `backoff` | the worker | one writer |
+//! | `lease_generation`, `lease_until_ms` (leased sections) | the worker's publish and renewals | the lock; calls read `lease_until_ms` |
 //! | a backend's `recent` map, its served counter | that backend | its own |
 //!
 //! Spaces carry an id (a space created anew gets another), and their sections the hash of the
@@ -87,18 +101,24 @@
 mod cache;
 mod databases;
 mod fill;
+mod lease_state;
+mod leased;
+mod mirror;
 mod mix;
 mod next;
 mod raise;
 mod recent;
 mod served;
+mod service;
 mod spaces;
 mod status;
+mod store;
 mod text_key;
 mod wanted;
 
 pub use cache::CACHE;
 pub use databases::DATABASES;
-pub use raise::SECTIONS;
+pub use lease_state::LEASES;
 pub use served::SERVED;
+pub use service::SECTIONS;
 pub use wanted::WANTED;

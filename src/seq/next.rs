@@ -14,9 +14,9 @@ use super::cache::{self, header, sections, Section, SectionId, DROPPED, LOADING,
 use super::recent::Recent;
 use super::spaces::{space_inserted_here, space_row, Space, CREATE_SPACE, SPACE};
 use super::text_key::{require_deterministic_argument, secret_missing};
-use super::{served, wanted};
+use super::{lease_state as leased, mirror, served, wanted};
 use crate::seqlock::Seqlock;
-use crate::tables::{display, TextBytes};
+use crate::tables::{self, display, TextBytes};
 use crate::worker::wait::{self, Awaited, Deadline};
 use crate::{errors, settings, shmem, worker};
 
@@ -102,9 +102,9 @@ fn seq_key_in_space(space: TextBytes, key: TextBytes, fcinfo: pg_sys::FunctionCa
     require_deterministic_argument(unsafe { (*fcinfo).fncollation }, "seq_key()");
     // The row, not this backend's copy: nothing here finds out that the copy is stale.
     SPACE.check(space.0);
-    let info = space_row(space.0, Deadline::new().ms());
+    let info = find_space(space.0, &mut Deadline::new());
     remember(space.0, info);
-    let Some(info) = info else { SPACE.unknown(space.0, "It is not in seq_space.", Some(CREATE_SPACE)) };
+    let Some(info) = info else { unknown_space(space.0) };
     Key::Text(key.0).in_space(&info).unwrap_or_else(|| secret_missing(space.0))
 }
 
@@ -152,6 +152,12 @@ pub(super) fn next(space: &[u8], key: Key) -> i64 {
             if !(0..i64::MAX).contains(&previous) {
                 exhausted(space, key);
             }
+            if leased::lease_ended(ready.section) {
+                // The number is a gap: after the lease's end here, another server may serve the
+                // section (above every number served here); wait for a renewal, or for it to go.
+                wait_for_lease(&ready, space, &mut deadline);
+                continue;
+            }
             let number = previous + 1;
             // At most the prefetch point: below a limit published before it.
             if number <= raise_at || past_prefetch_point(&ready, number, space, &mut deadline) {
@@ -187,6 +193,11 @@ fn current(space: &[u8], key: Key) -> i64 {
     let mut deadline = Deadline::new();
     loop {
         let ready = ready_section(space, key, "seq_current()", &mut deadline);
+        if leased::lease_ended(ready.section) {
+            // Another server may be serving the key by now: its numbers are not in this counter.
+            wait_for_lease(&ready, space, &mut deadline);
+            continue;
+        }
         let (line, counter) = ready.section.counter(ready.index);
         let number = counter.load(Ordering::Acquire);
         let limit = ready.section.limit.load(Ordering::Acquire);
@@ -297,9 +308,9 @@ fn load_section(space: &[u8], key: Key, database: u32, deadline: &mut Deadline, 
     let mut retook = false;
     loop {
         pgrx::check_for_interrupts!();
-        let info = space_row(space, deadline.ms());
+        let info = find_space(space, deadline);
         let number = remember(space, info);
-        let Some(info) = info else { SPACE.unknown(space, "It is not in seq_space.", Some(CREATE_SPACE)) };
+        let Some(info) = info else { unknown_space(space) };
         let key = key.in_space(&info).unwrap_or_else(|| secret_missing(space));
         let (section, index) = split(key, info.section_keys);
         let id = section_id(database, &info, section);
@@ -318,6 +329,11 @@ fn load_section(space: &[u8], key: Key, database: u32, deadline: &mut Deadline, 
                     );
                 }
                 retook = true;
+                if leased::leased() {
+                    // The authority's space may have changed: a fresh copy first.
+                    mirror::ask_and_wait(space, deadline);
+                    continue;
+                }
                 cache::retake(found, id, space)
             }
             Some(found) => Some(found),
@@ -338,6 +354,47 @@ fn load_section(space: &[u8], key: Key, database: u32, deadline: &mut Deadline, 
             _ => {}
         }
     }
+}
+
+/// The space's row. With a segment authority, the worker's copy of the authority's space, read
+/// as it is now (the copy may be newer than the statement); a space not copied yet is asked for.
+fn find_space(space: &[u8], deadline: &mut Deadline) -> Option<Space> {
+    let found = if !leased::leased() {
+        space_row(space, deadline.ms())
+    } else {
+        let ms = deadline.ms();
+        tables::with_latest_snapshot(|| space_row(space, ms)).or_else(|| {
+            mirror::ask_and_wait(space, deadline);
+            tables::with_latest_snapshot(|| space_row(space, ms))
+        })
+    };
+    // A copy's maxima are the authority's, a space of its own this server's: neither is numbered
+    // from the other's (from 1 again, or beside the authority's).
+    match found {
+        Some(info) if info.copied != leased::leased() => mirror::refuse_mixed(space, info.copied),
+        found => found,
+    }
+}
+
+/// A space that `find_space` did not find: 42704, with where it would be.
+#[cold]
+fn unknown_space(space: &[u8]) -> ! {
+    if leased::leased() {
+        SPACE.unknown(
+            space,
+            "The segment authority (pg_idgen.segment_authority) does not have it.",
+            Some("Create it at the authority with seq_space_create(space)."),
+        )
+    }
+    SPACE.unknown(space, "It is not in seq_space.", Some(CREATE_SPACE))
+}
+
+/// Waits until the section's lease is renewed (or the section retired: it went to another server).
+#[cold]
+fn wait_for_lease(ready: &Ready, space: &[u8], deadline: &mut Deadline) {
+    let section = ready.section;
+    header().waits.fetch_add(1, Ordering::Relaxed);
+    wait_until(Some((section, ready.way, ready.version)), deadline, space, || !leased::lease_ended(section));
 }
 
 /// Asks the worker to raise the section (prefetch, or a waiting call).
@@ -376,15 +433,15 @@ fn wait_until(section: Option<(&Section, usize, u64)>, deadline: &mut Deadline, 
         }
         worker::wake();
     };
-    wait::until(deadline, ready, ask, || no_numbers_in_time(space, section.is_none()));
+    wait::until(deadline, ready, ask, || no_numbers_in_time(space, section.map(|(_, way, _)| way)));
 }
 
 /// What the calls of per-key sequences wait for, in the words of their errors.
 const SECTIONS: Awaited = Awaited { kind: "sequence space", numbers: "ready", work: "raise a section", failed: "raise its section" };
 
 #[cold]
-fn no_numbers_in_time(space: &[u8], cache_full: bool) {
-    if cache_full {
+fn no_numbers_in_time(space: &[u8], way: Option<usize>) {
+    if way.is_none() {
         errors::raise(
             PgSqlErrorCode::ERRCODE_CONFIGURATION_LIMIT_EXCEEDED,
             format!("no section of the cache was free for {} in time", SPACE.quoted(space)),
@@ -395,10 +452,42 @@ fn no_numbers_in_time(space: &[u8], cache_full: bool) {
             Some("Raise pg_idgen.seq_cache_sections and restart the server."),
         )
     }
+    let authority = |subject: String| {
+        if !leased::leased() {
+            return;
+        }
+        let timeout_ms = settings::config().segments.wait_timeout_ms;
+        if let Some(holder) = way.and_then(leased::holder_of) {
+            errors::raise(
+                PgSqlErrorCode::ERRCODE_OBJECT_IN_USE,
+                // A holder's name, or why no server may take the section yet ("(none: …)").
+                if holder.starts_with('(') {
+                    format!("{subject}: the segment authority gives the key's section to no server yet {holder}")
+                } else {
+                    format!("{subject}: another server serves the key's section: {holder}")
+                },
+                Some(format!(
+                    "The segment authority leases each section to one server at a time; the call asked for it and waited pg_idgen.segment_wait_timeout ({timeout_ms} ms) for it to be handed over."
+                )),
+                Some("Send the calls of a key to one server (route by key): the holder hands a section over at its next renewal, every third of pg_idgen.seq_lease_ttl."),
+            )
+        }
+        let status = crate::remote::authority();
+        if !status.reachable() {
+            errors::raise(
+                PgSqlErrorCode::ERRCODE_CONNECTION_FAILURE,
+                format!("{subject}, and the segment authority (pg_idgen.segment_authority) did not answer in time"),
+                Some(format!(
+                    "The call waited pg_idgen.segment_wait_timeout ({timeout_ms} ms); the authority did not answer the worker's last call."
+                )),
+                Some("Calls succeed again as soon as the authority answers; segment_authority_status() and the server log say why it does not."),
+            )
+        }
+    };
     wait::no_numbers_in_time(
         &SECTIONS,
         space,
-        |_| {},
+        authority,
         "The worker raises sections by updating seq_section, which may be locked; the server log says why it could not.",
         "Look for sessions holding locks on seq_section or seq_space (pg_locks), and at the server log.",
     )

@@ -2,7 +2,6 @@
 //! to be loaded or raised now, raising them in the section table (`SectionSource`), and
 //! publishing what was raised.
 
-use std::ffi::CStr;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
@@ -13,8 +12,15 @@ use super::cache::{self, header, sections, CACHE, DROPPED, LOADING, READY};
 use super::spaces::{SECTION_TABLE, SPACE_TABLE};
 use super::wanted;
 use crate::tables;
-use crate::worker::{self, Served, Service, Serving};
+use crate::worker::{self, Served, Serving};
 use crate::{clock, settings};
+
+/// A take of a section another server holds is tried again every `HELD_RETRY_MS` this many times
+/// (what a call waits at most, `pg_idgen.segment_wait_timeout`, is seconds), then after growing
+/// pauses. Why not at once: the worker's answer wakes the waiting call, whose request wakes the
+/// worker again, and the tries would follow each other by the millisecond.
+const HELD_RETRIES_SOON: u32 = 300;
+const HELD_RETRY_MS: i64 = 100;
 
 /// A raise published less than this after the one before doubles the next (up to
 /// `pg_idgen.segment_max_step`): a hot section then waits for the worker less often.
@@ -34,12 +40,29 @@ pub struct Need {
     pub raise: i64,
     /// Whether the section is being loaded (its keys start at the maximum found) or raised.
     pub load: bool,
+    /// The generation of the section's lease from the authority (0: none, or to be taken).
+    pub generation: i64,
+    /// The section's `limit`: the authority's `max_seq` must be at least this.
+    pub limit: i64,
+}
+
+/// A section's lease from the segment authority, as a raise renewed or took it.
+#[derive(Clone, Copy, Debug)]
+pub struct Leased {
+    pub generation: i64,
+    /// When it ends on this server (monotonic ms): the lease's length after the call was sent.
+    pub until_ms: i64,
 }
 
 /// What the source did for a section.
 pub enum Outcome {
-    /// The section's `max_seq` moved from the first to the second value, committed and flushed.
-    Raised(i64, i64),
+    /// The section's `max_seq` moved from the first to the second value, committed and flushed
+    /// (under the lease, if the section is leased from the authority).
+    Raised(i64, i64, Option<Leased>),
+    /// Another server holds the section's lease (its name): the raise is retried, as a failed one.
+    Held(String),
+    /// The section's lease is another server's now: it is retired here, its numbers given up.
+    Lost,
     /// The space is gone (dropped, or created anew with another id).
     NoSpace,
     /// The raise failed (a lock, …); the message is for the log.
@@ -48,8 +71,9 @@ pub enum Outcome {
     Skipped,
 }
 
-/// Where a section's maximum comes from: the one boundary a later change can put a section lease
-/// of the segment authority behind (seqsvr's AllocSvr: one server serves a section at a time).
+/// Where a section's maximum comes from: the section table of this database (`LocalSections`), or
+/// a lease of the section from the segment authority (`leased`: seqsvr's AllocSvr, one server
+/// serves a section at a time).
 pub trait SectionSource {
     /// Raises each section's persisted maximum by at least `need.raise`, one outcome per need;
     /// every new maximum must be durable before this returns.
@@ -131,7 +155,7 @@ fn in_subtransaction<T>(f: impl FnOnce() -> Result<T, String>) -> Result<T, Stri
 }
 
 /// Raises the section's row (inserting it at the first raise) in the caller's transaction.
-fn raise_row(spaces: pg_sys::Oid, sections: pg_sys::Oid, need: &Need) -> Result<Outcome, String> {
+pub(super) fn raise_row(spaces: pg_sys::Oid, sections: pg_sys::Oid, need: &Need) -> Result<Outcome, String> {
     // Every object qualified; the space is locked against a drop (KEY SHARE), the row against
     // anyone else (NOWAIT: the worker serves other sections meanwhile); clamped at bigint's end.
     const RAISE: &str = "UPDATE ONLY {sections} AS t
@@ -165,7 +189,7 @@ fn raise_row(spaces: pg_sys::Oid, sections: pg_sys::Oid, need: &Need) -> Result<
     let checked = |row: Result<(Option<i64>, Option<i64>), pgrx::spi::SpiError>| {
         match row {
             // Why check: a trigger could have changed the new max_seq under the statement.
-            Ok((Some(old), Some(new))) if (new > old || old == i64::MAX) && new > 0 => Some(Ok(Outcome::Raised(old, new))),
+            Ok((Some(old), Some(new))) if (new > old || old == i64::MAX) && new > 0 => Some(Ok(Outcome::Raised(old, new, None))),
             Ok((Some(_), Some(_))) => Some(Err("the section's new max_seq is not above its old one: something changed it under the raise".into())),
             _ => None,
         }
@@ -227,6 +251,8 @@ pub fn needs(database: pg_sys::Oid) -> Vec<Need> {
             section: section.section.load(Ordering::Relaxed),
             raise: if fast { previous.saturating_mul(2).min(max_step) } else { 0 },
             load: state == LOADING,
+            generation: i64::from(section.lease_generation.load(Ordering::Relaxed)),
+            limit: section.limit.load(Ordering::Relaxed),
         });
     }
     needs
@@ -243,12 +269,22 @@ pub fn publish(need: &Need, outcome: &Outcome) -> bool {
         return false;
     }
     match *outcome {
-        Outcome::Raised(old, new) => {
+        Outcome::Raised(old, new, lease) => {
+            if let Some(lease) = lease {
+                super::lease_state::forget_holder(need.index);
+                section.lease_generation.store(lease.generation as u32, Ordering::Relaxed);
+                section.lease_until_ms.fetch_max(lease.until_ms, Ordering::AcqRel);
+            }
             let step = new - old;
             let raise_at = new - step / 2;
-            if need.load {
+            // A raise that found the maximum above this section's limit: someone else raised the
+            // row meanwhile (the segment authority's own cache beside servers that lease the
+            // section, a raise committed whose answer was lost) and may be handing those numbers
+            // out: the keys start above them, as after a load.
+            if need.load || old > section.limit.load(Ordering::Acquire) {
                 // The keys start at the maximum persisted before this raise: every number handed
-                // out for them before (another life of the cache, before a crash) is at most that.
+                // out for them before (another life of the cache, before a crash, another
+                // server) is at most that.
                 section.change(|| {
                     for key in section.keys() {
                         key.store(old, Ordering::Relaxed);
@@ -286,6 +322,23 @@ pub fn publish(need: &Need, outcome: &Outcome) -> bool {
             wanted::mark(need.index);
             section.backoff.failed(now_ms)
         }
+        Outcome::Held(ref holder) => {
+            // A short pause at first: the holder hands the section over at its next renewal
+            // (every third of its lease), and the asker must be back for it soon. A section asked
+            // for longer, whose calls may have given up, is asked for less often.
+            super::lease_state::record_holder(need.index, holder);
+            section.want_raise.store(true, Ordering::Release);
+            wanted::mark(need.index);
+            section.backoff.failed(now_ms);
+            if section.backoff.failures() <= HELD_RETRIES_SOON {
+                section.backoff.retry_at(now_ms + HELD_RETRY_MS);
+            }
+            false
+        }
+        Outcome::Lost => {
+            cache::retire_section(need.index);
+            false
+        }
         Outcome::Skipped => {
             section.want_raise.store(true, Ordering::Release);
             wanted::mark(need.index);
@@ -308,63 +361,44 @@ fn tick_use_clock() {
     }
 }
 
-/// The sections of per-key sequences, as the database worker serves them.
-pub struct Sections;
-
-pub static SECTIONS: Sections = Sections;
-
-impl Service for Sections {
-    fn describe(&self) -> String {
-        "the sections of per-key sequences from its tables".into()
-    }
-
-    fn start(&self) -> Box<dyn Serving> {
-        Box::new(LocalSections)
-    }
-
-    fn retire_database(&self, database: pg_sys::Oid) {
-        super::cache::retire_database(database);
-    }
-
-    fn cached_tables(&self) -> &'static [&'static CStr] {
-        super::spaces::CACHED_TABLES
+impl Serving for LocalSections {
+    fn serve(&mut self, database: pg_sys::Oid, until: Instant) -> Served {
+        serve_from(self, database, until)
     }
 }
 
-impl Serving for LocalSections {
-    /// Loads and raises what the database's sections want, in transactions of up to
-    /// `RAISES_PER_TRANSACTION` raises, and wakes the waiting calls after each.
-    fn serve(&mut self, database: pg_sys::Oid, until: Instant) -> Served {
-        tick_use_clock();
-        let mut served = Served::default();
-        for (i, batch) in needs(database).chunks(RAISES_PER_TRANSACTION).enumerate() {
-            // Skipped, a batch is marked as wanted again, for the next turn.
-            let skip = worker::told_to_stop() || (i > 0 && Instant::now() >= until);
-            served.more |= skip;
-            let outcomes = if skip { batch.iter().map(|_| Outcome::Skipped).collect() } else { self.raise(batch) };
-            for (need, outcome) in batch.iter().zip(&outcomes) {
-                served.more |= matches!(outcome, Outcome::Skipped);
-                if publish(need, outcome) {
-                    if let Outcome::Failed(message) = outcome {
-                        let failures = sections()[need.index].backoff.failures();
-                        warning!(
+/// Loads and raises what the database's sections want from `source`, in batches of up to
+/// `RAISES_PER_TRANSACTION` raises, and wakes the waiting calls after each.
+pub(super) fn serve_from(source: &mut dyn SectionSource, database: pg_sys::Oid, until: Instant) -> Served {
+    tick_use_clock();
+    let mut served = Served::default();
+    for (i, batch) in needs(database).chunks(RAISES_PER_TRANSACTION).enumerate() {
+        // Skipped, a batch is marked as wanted again, for the next turn.
+        let skip = worker::told_to_stop() || (i > 0 && Instant::now() >= until);
+        served.more |= skip;
+        let outcomes = if skip { batch.iter().map(|_| Outcome::Skipped).collect() } else { source.raise(batch) };
+        for (need, outcome) in batch.iter().zip(&outcomes) {
+            served.more |= matches!(outcome, Outcome::Skipped);
+            if publish(need, outcome) {
+                if let Outcome::Failed(message) = outcome {
+                    let failures = sections()[need.index].backoff.failures();
+                    warning!(
                             "pg_idgen worker: could not raise section {} of sequence space \"{}\": {message} ({failures} attempts failed in a row; retrying)",
                             need.section,
                             tables::display(&need.space)
                         );
-                    }
                 }
             }
-            worker::notify_published();
         }
-        let _lock = CACHE.shared();
-        let all = sections();
-        served.wanted = wanted::marked().into_iter().map(|index| &all[index]).any(|s| {
-            s.database.load(Ordering::Acquire) == database.to_u32()
-                && matches!(s.state.load(Ordering::Acquire), LOADING | READY)
-                && s.want_raise.load(Ordering::Acquire)
-                && !s.backoff.failing()
-        });
-        served
+        worker::notify_published();
     }
+    let _lock = CACHE.shared();
+    let all = sections();
+    served.wanted = wanted::marked().into_iter().map(|index| &all[index]).any(|s| {
+        s.database.load(Ordering::Acquire) == database.to_u32()
+            && matches!(s.state.load(Ordering::Acquire), LOADING | READY)
+            && s.want_raise.load(Ordering::Acquire)
+            && !s.backoff.failing()
+    });
+    served
 }

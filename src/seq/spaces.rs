@@ -16,6 +16,8 @@ pgrx::extension_sql_file!("spaces.sql", name = "seq_tables");
 
 pub const SPACE_TABLE: &CStr = c"seq_space";
 pub const SECTION_TABLE: &CStr = c"seq_section";
+/// At the segment authority, which server serves each section now (`store`).
+pub const LEASE_TABLE: &CStr = c"seq_section_lease";
 /// Each keyed space's secret (`text_key`): a table of its own, which nobody is granted.
 pub const SECRET_TABLE: &CStr = c"seq_space_secret";
 /// The tables whose rows the cache holds: dropping one retires the database's sections.
@@ -30,6 +32,8 @@ pub struct Space {
     pub section_keys: u32,
     pub hash: u64,
     pub text_keys: TextKeys,
+    /// A copy of the segment authority's space (`mirror`), not this server's own.
+    pub copied: bool,
 }
 
 /// Sequence spaces, in the words of their errors.
@@ -49,15 +53,15 @@ pub fn space_inserted_here(space: &[u8], deadline_ms: i64) -> bool {
 /// then raises 55P03.
 pub fn space_row(space: &[u8], deadline_ms: i64) -> Option<Space> {
     let what = || format!("sequence space \"{}\": the space table is locked", display(space));
-    let (id, section_keys, hash) = tables::with_row(SPACE_TABLE, c"space", space, deadline_ms, &what, |relation, tuple| {
+    let (id, section_keys, hash, copied) = tables::with_row(SPACE_TABLE, c"space", space, deadline_ms, &what, |relation, tuple| {
         // SAFETY: the tuple is the open relation's, valid while `read` runs.
         let row = unsafe { Row::new(relation, tuple, Owner::Table("seq_space")) };
         let int = |name: &CStr| row.int(name).unwrap_or(0);
-        // A table without text_key_hash is one of pg_idgen's SQL before 0.9.0.
-        (int(c"id") as u32, int(c"section_keys") as u32, row.optional_text(c"text_key_hash"))
+        // Neither column in a table of pg_idgen's SQL before 0.9.0 (text_key_hash), 0.10.0 (copied).
+        (int(c"id") as u32, int(c"section_keys") as u32, row.optional_text(c"text_key_hash"), row.optional_bool(c"copied").unwrap_or(false))
     })?;
     let text_keys = TextKeys::of_row(space, hash.as_deref(), || secret_row(space, deadline_ms));
-    Some(Space { id, section_keys, hash: text_keys.space_hash(space), text_keys })
+    Some(Space { id, section_keys, hash: text_keys.space_hash(space), text_keys, copied })
 }
 
 /// The space's secret as this transaction sees it; None when it has no row (or is not 16 bytes:
@@ -102,6 +106,7 @@ fn seq_space_create(
     };
     let space = space.0;
     SPACE.check(space);
+    refuse_with_authority("seq_space_create()");
     if step < 1 {
         errors::raise(
             PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
@@ -187,6 +192,7 @@ fn seq_space_drop(space: Option<TextBytes>) {
         errors::raise(PgSqlErrorCode::ERRCODE_NULL_VALUE_NOT_ALLOWED, "seq_space_drop: space must not be NULL".into(), None, None)
     };
     SPACE.check(space.0);
+    refuse_with_authority("seq_space_drop()");
     // Why: under REPEATABLE READ the DELETE of the sections would not see a section the worker
     // inserted after this transaction's snapshot, and a space created again under the name would
     // continue from that row.
@@ -199,7 +205,7 @@ fn seq_space_drop(space: Option<TextBytes>) {
             None,
         );
     }
-    let (spaces, sections) = require_tables();
+    let (spaces, _) = require_tables();
     tables::as_own(&DROPPING, || {
         // The space's row first: its lock keeps the worker from raising (and inserting) sections of
         // it until this transaction ends.
@@ -214,22 +220,63 @@ fn seq_space_drop(space: Option<TextBytes>) {
         if deleted != Some(true) {
             SPACE.unknown(space.0, "It is not in seq_space.", None);
         }
-        run_or_raise(&[("{sections}", sections)], delete, "DELETE FROM ONLY {sections} WHERE space OPERATOR(pg_catalog.=) $1", |sql| {
-            Spi::run_with_args(sql, &[tables::text_arg(space.0)])
-        });
-        // Its secret, as the tables' owner (as seq_space_create() made it): the space's row went with
-        // the caller's rights.
-        if let Some(secrets) = tables::extension_table_oid(SECRET_TABLE) {
-            run_or_raise(
-                &[("{secrets}", secrets)],
-                Run::ChangeAsOwner { events: pg_sys::TRIGGER_TYPE_DELETE },
-                "DELETE FROM ONLY {secrets} WHERE space OPERATOR(pg_catalog.=) $1",
-                |sql| Spi::run_with_args(sql, &[tables::text_arg(space.0)]),
-            );
-        }
+        delete_sections_and_secret(space.0, delete)
+            .unwrap_or_else(|message| errors::raise(PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE, message, None, None));
         // SAFETY: this backend's database.
         retire_database(unsafe { pg_sys::MyDatabaseId });
     })
+}
+
+/// Deletes a space's sections, its secret and its leases (its own row deleted first, with the
+/// caller's rights or the worker's), the secret and the leases as the tables' owner (as
+/// `seq_space_create()` made the secret).
+fn delete_sections_and_secret(space: &[u8], delete: Run) -> Result<(), String> {
+    let (_, sections) = require_tables();
+    tables::run_on_tables(&[("{sections}", sections)], delete, "DELETE FROM ONLY {sections} WHERE space OPERATOR(pg_catalog.=) $1", |sql| {
+        Spi::run_with_args(sql, &[tables::text_arg(space)])
+    })?
+    .map_err(|e| e.to_string())?;
+    // Its leases too (at the segment authority): a space made anew under the name must not find a
+    // holder of the old one's sections.
+    for (table, placeholder) in [(SECRET_TABLE, "{secrets}"), (LEASE_TABLE, "{leases}")] {
+        if let Some(oid) = tables::extension_table_oid(table) {
+            tables::run_on_tables(
+                &[(placeholder, oid)],
+                Run::ChangeAsOwner { events: pg_sys::TRIGGER_TYPE_DELETE },
+                &format!("DELETE FROM ONLY {placeholder} WHERE space OPERATOR(pg_catalog.=) $1"),
+                |sql| Spi::run_with_args(sql, &[tables::text_arg(space)]),
+            )?
+            .map_err(|e| e.to_string())?;
+        }
+    }
+    Ok(())
+}
+
+/// Deletes this database's copy of a space that the segment authority no longer has as it is
+/// here (`mirror`), in the worker's transaction: its row, sections and secret. The trigger retires
+/// the database's cached sections.
+pub(super) fn delete_space_rows(space: &[u8]) -> Result<(), String> {
+    let (spaces, _) = require_tables();
+    tables::as_own(&DROPPING, || {
+        tables::run_on_tables(&[("{spaces}", spaces)], Run::Allocation, "DELETE FROM ONLY {spaces} WHERE space OPERATOR(pg_catalog.=) $1", |sql| {
+            Spi::run_with_args(sql, &[tables::text_arg(space)])
+        })?
+        .map_err(|e| e.to_string())?;
+        delete_sections_and_secret(space, Run::Allocation)
+    })
+}
+
+/// With sections leased from the segment authority, the spaces are the authority's (this server
+/// keeps a copy): refuses to create or drop one here (55000).
+fn refuse_with_authority(function: &str) {
+    if super::lease_state::leased() {
+        errors::raise(
+            PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+            format!("{function}: the sequence spaces of this server live at the segment authority (pg_idgen.seq_sections = authority)"),
+            Some("This server serves the authority's spaces, under leases of their sections; it copies them when a call first needs one.".into()),
+            Some("Call it at the authority (pg_idgen.segment_authority). On the authority itself, leave pg_idgen.seq_sections local."),
+        );
+    }
 }
 
 pgrx::extension_sql!(
@@ -334,10 +381,11 @@ c_functions! {
                         if text_changed(c"space")
                             || old.int(c"id") != new.int(c"id")
                             || old.int(c"section_keys") != new.int(c"section_keys")
-                            || old.optional_text(c"text_key_hash") != new.optional_text(c"text_key_hash") =>
+                            || old.optional_text(c"text_key_hash") != new.optional_text(c"text_key_hash")
+                            || old.optional_bool(c"copied") != new.optional_bool(c"copied") =>
                     {
                         refuse(
-                            "the name, id, section_keys and text_key_hash of a sequence space cannot change".into(),
+                            "the name, id, section_keys, text_key_hash and copied of a sequence space cannot change".into(),
                             "They decide which section, and which counter, each key has; changing them would hand numbers out again.",
                             hint,
                         );

@@ -14,7 +14,10 @@ CREATE TABLE seq_space (
     -- How text keys map to keys (src/seq/text_key.rs). seq_space_create() says siphash-2-4; a row
     -- that does not say is one of a space made before 0.9.0 (inserted by hand, or a dump of 0.8.0
     -- restored), whose texts were numbered unkeyed.
-    text_key_hash text NOT NULL DEFAULT 'fnv-1a' CHECK (text_key_hash IN ('fnv-1a', 'siphash-2-4'))
+    text_key_hash text NOT NULL DEFAULT 'fnv-1a' CHECK (text_key_hash IN ('fnv-1a', 'siphash-2-4')),
+    -- A copy of the segment authority's space (pg_idgen.seq_sections = authority), made by the
+    -- pg_idgen worker: its sections' maxima live at the authority, never here.
+    copied       boolean NOT NULL DEFAULT false
 );
 ALTER SEQUENCE seq_space_id OWNED BY seq_space.id;
 CREATE TABLE seq_section (
@@ -36,6 +39,28 @@ SELECT pg_catalog.pg_extension_config_dump('seq_space', '');
 SELECT pg_catalog.pg_extension_config_dump('seq_space_id', '');
 SELECT pg_catalog.pg_extension_config_dump('seq_section', '');
 SELECT pg_catalog.pg_extension_config_dump('seq_space_secret', '');
+-- At the segment authority (pg_idgen.segment_authority), which servers lease sections from
+-- (src/seq/store.rs): which server serves each section now. A lease's generation is its fencing
+-- token: a raise is accepted only from the holder with the current generation. Not in pg_dump:
+-- a restored authority waits out every lease before it gives a section to another server, and
+-- learns the live holders' leases from their renewals.
+CREATE TABLE seq_section_lease (
+    space        text NOT NULL,
+    section      bigint NOT NULL,
+    holder       text NOT NULL,
+    holder_start text NOT NULL,
+    generation   bigint NOT NULL CHECK (generation > 0),
+    expires_at   timestamptz NOT NULL,
+    reusable_at  timestamptz NOT NULL,
+    -- The server that last asked for the section, and when: its holder hands it over at its next
+    -- renewal, and for a lease after that it is this server's to take.
+    wanted_by    text,
+    wanted_at    timestamptz,
+    PRIMARY KEY (space, section)
+);
+COMMENT ON TABLE seq_section_lease IS
+    'At the segment authority: the server that serves each section of per-key sequences, until when, and its lease''s generation (fencing token).';
+
 COMMENT ON TABLE seq_space IS
     'Per-key sequence spaces: step is how far the worker raises a section at least; section_keys how many neighbouring keys share a section.';
 COMMENT ON TABLE seq_section IS

@@ -24,6 +24,7 @@ pub(super) static CLOCK_STEP_POLICY: GucSetting<Option<CString>> = GucSetting::<
 pub(super) static DATABASE: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(Some(c"postgres"));
 pub(super) static NODE_REGISTRY: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(Some(c""));
 pub(super) static SEGMENT_AUTHORITY: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(Some(c""));
+pub(super) static SEQ_SECTIONS: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(Some(c"local"));
 pub(super) static TIME_BITS: GucSetting<i32> = GucSetting::<i32>::new(FROM_PRESET);
 pub(super) static NODE_BITS: GucSetting<i32> = GucSetting::<i32>::new(FROM_PRESET);
 pub(super) static SEQUENCE_BITS: GucSetting<i32> = GucSetting::<i32>::new(FROM_PRESET);
@@ -41,6 +42,8 @@ pub(super) static SEGMENT_FAST_RANGE: GucSetting<i32> = GucSetting::<i32>::new(1
 pub(super) static SEGMENT_SLOW_RANGE: GucSetting<i32> = GucSetting::<i32>::new(30 * 60 * 1000);
 pub(super) static NODE_LEASE_TTL: GucSetting<i32> = GucSetting::<i32>::new(30_000);
 pub(super) static NODE_LEASE_MARGIN: GucSetting<i32> = GucSetting::<i32>::new(10_000);
+pub(super) static SEQ_LEASE_TTL: GucSetting<i32> = GucSetting::<i32>::new(10_000);
+pub(super) static SEQ_LEASE_MARGIN: GucSetting<i32> = GucSetting::<i32>::new(1_000);
 pub(super) static NODE_LEASE_MAX_LEAD: GucSetting<i32> = GucSetting::<i32>::new(30_000);
 pub(super) static REMOTE_TIMEOUT: GucSetting<i32> = GucSetting::<i32>::new(5_000);
 
@@ -55,7 +58,7 @@ pub(super) struct IntSetting {
 
 const MAX_UNIT_MS: i32 = 86_400_000;
 
-pub(super) const INT_SETTINGS: [IntSetting; 19] = [
+pub(super) const INT_SETTINGS: [IntSetting; 21] = [
     IntSetting {
         name: c"pg_idgen.time_bits",
         setting: &TIME_BITS,
@@ -180,6 +183,22 @@ pub(super) const INT_SETTINGS: [IntSetting; 19] = [
         range: IntRange::new(0, 3_600_000),
     },
     IntSetting {
+        name: c"pg_idgen.seq_lease_ttl",
+        setting: &SEQ_LEASE_TTL,
+        // Why at least 3 s: the leases are renewed every third of it, and each renewal may take
+        // up to pg_idgen.remote_timeout, at least a second.
+        short: c"How long a section of per-key sequences leased from the segment authority (pg_idgen.seq_sections = authority) stays this server's without renewal, 3 s to 1 h.",
+        flags: GucFlags::UNIT_MS,
+        range: IntRange::new(3000, 3_600_000),
+    },
+    IntSetting {
+        name: c"pg_idgen.seq_lease_margin",
+        setting: &SEQ_LEASE_MARGIN,
+        short: c"How long past its expiry a section lease is kept from other servers: the clock-rate margin, 0 to 1 h.",
+        flags: GucFlags::UNIT_MS,
+        range: IntRange::new(0, 3_600_000),
+    },
+    IntSetting {
         name: c"pg_idgen.node_lease_max_lead",
         setting: &NODE_LEASE_MAX_LEAD,
         // Why a bound at all: a registry restored from an older copy cannot see the ids made after
@@ -206,7 +225,7 @@ pub(super) struct StringSetting {
     pub(super) check: fn(&str) -> Result<(), String>,
 }
 
-pub(super) const STRING_SETTINGS: [StringSetting; 7] = [
+pub(super) const STRING_SETTINGS: [StringSetting; 8] = [
     StringSetting {
         name: c"pg_idgen.node_id",
         setting: &NODE_ID,
@@ -256,6 +275,13 @@ pub(super) const STRING_SETTINGS: [StringSetting; 7] = [
         short: c"libpq connection string of the database whose tag table serves segment ranges to many servers (empty = each database's own tag table).",
         flags: GucFlags::SUPERUSER_ONLY,
         check: crate::remote::check_conninfo,
+    },
+    StringSetting {
+        name: c"pg_idgen.seq_sections",
+        setting: &SEQ_SECTIONS,
+        short: c"Where the sections of per-key sequences come from: local (each database's own tables) or authority (leased from pg_idgen.segment_authority, for many servers).",
+        flags: GucFlags::empty(),
+        check: |text| parse::parse_seq_sections(text).map(|_| ()),
     },
 ];
 
@@ -307,9 +333,9 @@ macro_rules! checks {
 /// The check hook of each integer setting. Why one function per setting: a C function pointer
 /// cannot carry which setting it checks. Why typed by the table's length: a setting added without
 /// its hook, or a hook without its setting, does not compile.
-const INT_CHECKS: [IntCheck; INT_SETTINGS.len()] = checks!(check_int as IntCheck; 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18);
+const INT_CHECKS: [IntCheck; INT_SETTINGS.len()] = checks!(check_int as IntCheck; 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20);
 /// The check hook of each string setting (as `INT_CHECKS`).
-const STRING_CHECKS: [StringCheck; STRING_SETTINGS.len()] = checks!(check_string as StringCheck; 0 1 2 3 4 5 6);
+const STRING_CHECKS: [StringCheck; STRING_SETTINGS.len()] = checks!(check_string as StringCheck; 0 1 2 3 4 5 6 7);
 
 unsafe extern "C-unwind" fn check_int<const I: usize>(newval: *mut i32, _extra: *mut *mut c_void, _source: pg_sys::GucSource::Type) -> bool {
     // SAFETY: PostgreSQL passes a valid pointer to the new value; the guard turns a panic into an

@@ -27,6 +27,7 @@ pub(super) fn load(level: PgLogLevel) -> Config {
         clock_step_policy: text(&CLOCK_STEP_POLICY),
         node_registry: text(&NODE_REGISTRY),
         segment_authority: text(&SEGMENT_AUTHORITY),
+        seq_sections: text(&SEQ_SECTIONS),
         max_clock_borrow_ms: MAX_CLOCK_BORROW.get(),
         max_clock_wait_ms: MAX_CLOCK_WAIT.get(),
         clock_reserve_ms: CLOCK_RESERVE.get(),
@@ -40,6 +41,8 @@ pub(super) fn load(level: PgLogLevel) -> Config {
         segment_slow_range_ms: SEGMENT_SLOW_RANGE.get(),
         node_lease_ttl_ms: NODE_LEASE_TTL.get(),
         node_lease_margin_ms: NODE_LEASE_MARGIN.get(),
+        seq_lease_ttl_ms: SEQ_LEASE_TTL.get(),
+        seq_lease_margin_ms: SEQ_LEASE_MARGIN.get(),
         node_lease_max_lead_ms: NODE_LEASE_MAX_LEAD.get(),
         remote_timeout_ms: REMOTE_TIMEOUT.get(),
     };

@@ -81,6 +81,13 @@ pub struct SegmentConfig {
     pub authority: Option<String>,
     /// The longest one call to it may take.
     pub remote_timeout_ms: u64,
+    /// Whether the sections of per-key sequences are leased from the authority
+    /// (`pg_idgen.seq_sections = authority`) rather than this server's own.
+    pub seq_leased: bool,
+    /// How long a section leased from the authority stays this server's without renewal, and how
+    /// long past that the authority keeps it from others.
+    pub seq_lease_ttl_ms: u64,
+    pub seq_lease_margin_ms: u64,
 }
 
 /// The values an integer setting may take: its range, and values inside the range that are still
@@ -118,6 +125,15 @@ impl IntRange {
 
 pub fn parse_preset(text: &str) -> Result<Preset, String> {
     Preset::from_name(text).ok_or_else(|| "Known layouts are twitter, sonyflake, uidgen and js_safe.".into())
+}
+
+/// `pg_idgen.seq_sections`: whether per-key sequences are leased from the segment authority.
+pub fn parse_seq_sections(text: &str) -> Result<bool, String> {
+    match text.trim().to_ascii_lowercase().as_str() {
+        "local" | "" => Ok(false),
+        "authority" => Ok(true),
+        _ => Err("It is local (each database's own tables) or authority (sections leased from pg_idgen.segment_authority).".into()),
+    }
 }
 
 pub fn parse_step_policy(text: &str) -> Result<StepPolicy, String> {
@@ -208,6 +224,7 @@ pub struct Raw {
     pub clock_step_policy: String,
     pub node_registry: String,
     pub segment_authority: String,
+    pub seq_sections: String,
     pub max_clock_borrow_ms: i32,
     pub max_clock_wait_ms: i32,
     pub clock_reserve_ms: i32,
@@ -221,6 +238,8 @@ pub struct Raw {
     pub segment_slow_range_ms: i32,
     pub node_lease_ttl_ms: i32,
     pub node_lease_margin_ms: i32,
+    pub seq_lease_ttl_ms: i32,
+    pub seq_lease_margin_ms: i32,
     pub node_lease_max_lead_ms: i32,
     pub remote_timeout_ms: i32,
 }
@@ -292,7 +311,17 @@ pub fn config_from(raw: &Raw, now_us: i64) -> Result<Config, Invalid> {
         slow_range_ms: int(raw.segment_slow_range_ms),
         authority: Some(raw.segment_authority.clone()).filter(|a| !a.is_empty()),
         remote_timeout_ms: int(raw.remote_timeout_ms),
+        seq_leased: parse_seq_sections(&raw.seq_sections).map_err(|detail| Invalid::new("pg_idgen.seq_sections", &raw.seq_sections, detail))?,
+        seq_lease_ttl_ms: int(raw.seq_lease_ttl_ms),
+        seq_lease_margin_ms: int(raw.seq_lease_margin_ms),
     };
+    if segments.seq_leased && segments.authority.is_none() {
+        return Err(Invalid::new(
+            "pg_idgen.seq_sections",
+            &raw.seq_sections,
+            "It is authority, and pg_idgen.segment_authority is not set: set both, or neither.",
+        ));
+    }
     if segments.slow_range_ms < segments.fast_range_ms {
         return Err(Invalid::new("pg_idgen.segment_slow_range", segments.slow_range_ms, "It must not be shorter than pg_idgen.segment_fast_range."));
     }
@@ -348,6 +377,7 @@ mod tests {
             clock_step_policy: "keep_generating".into(),
             node_registry: "".into(),
             segment_authority: "".into(),
+            seq_sections: "local".into(),
             max_clock_borrow_ms: 1000,
             max_clock_wait_ms: 1000,
             clock_reserve_ms: 5000,
@@ -361,6 +391,8 @@ mod tests {
             segment_slow_range_ms: 30 * 60 * 1000,
             node_lease_ttl_ms: 30_000,
             node_lease_margin_ms: 10_000,
+            seq_lease_ttl_ms: 10_000,
+            seq_lease_margin_ms: 1_000,
             node_lease_max_lead_ms: 30_000,
             remote_timeout_ms: 5000,
         }

@@ -182,3 +182,22 @@ unsafe fn primary_key_index(relation: pg_sys::Relation) -> pg_sys::Oid {
         return pg_sys::RelationGetPrimaryKeyIndex(relation, false);
     }
 }
+
+/// Runs `f` (a read of pg_idgen's rows) under a snapshot taken now, not the statement's: for rows
+/// the worker wrote since the statement began (a copy of the segment authority's spaces), which
+/// stand for the authority's and are no part of the caller's transaction.
+pub fn with_latest_snapshot<T>(f: impl FnOnce() -> T) -> T {
+    // A parallel query may take no new snapshot: there the statement's (the worker's copy is
+    // then seen from the next statement on).
+    // SAFETY: reads this backend's transaction state.
+    if unsafe { pg_sys::IsInParallelMode() } {
+        return f();
+    }
+    // SAFETY: a snapshot pushed in a transaction and popped below; an error in `f` aborts the
+    // transaction, which pops it.
+    unsafe { pg_sys::PushActiveSnapshot(pg_sys::GetLatestSnapshot()) };
+    let result = f();
+    // SAFETY: pops the snapshot pushed above.
+    unsafe { pg_sys::PopActiveSnapshot() };
+    result
+}

@@ -30,7 +30,7 @@ mod guard;
 mod text;
 mod tuple;
 
-pub use catalog::{extension_table_oid, lock_until, row_inserted_here, with_row};
+pub use catalog::{extension_table_oid, lock_until, row_inserted_here, with_latest_snapshot, with_row};
 pub use guard::{as_own, install_analysis_guard, run_on_tables, Run};
 pub use text::{display, text_arg, Name, TextBytes, TextOut, MAX_NAME_LEN};
 pub use tuple::{Owner, Row};

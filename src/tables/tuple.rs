@@ -95,6 +95,14 @@ impl Row {
         self.varlena_at(self.column_if_any(name, pg_sys::BYTEAOID)?)
     }
 
+    /// A boolean column that a table of pg_idgen's SQL before the version that added it lacks: its
+    /// value, None when NULL or lacking (or of another type).
+    pub fn optional_bool(&self, name: &CStr) -> Option<bool> {
+        let datum = self.datum(self.column_if_any(name, pg_sys::BOOLOID)?)?;
+        // SAFETY: a bool datum.
+        unsafe { bool::from_datum(datum, false) }
+    }
+
     /// An int column's value, None when NULL.
     pub fn int(&self, name: &CStr) -> Option<i32> {
         let datum = self.datum(self.column(name, pg_sys::INT4OID))?;

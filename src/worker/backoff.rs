@@ -46,6 +46,11 @@ impl Backoff {
         self.retry_at_ms.store(0, Relaxed);
     }
 
+    /// Makes the pause end at `at_ms`, whatever the failures in a row say.
+    pub fn retry_at(&self, at_ms: i64) {
+        self.retry_at_ms.store(at_ms, Relaxed);
+    }
+
     /// Whether the request waits out its pause at `now_ms`.
     pub fn pausing(&self, now_ms: i64) -> bool {
         self.retry_at_ms.load(Relaxed) > now_ms

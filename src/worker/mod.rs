@@ -22,6 +22,7 @@
 //!   a call's database and starting it on demand, telling it to stop;
 //! - `wait`: a call's wait for what it asked the worker for, and the errors when it ends without;
 //! - `transaction`: the worker's transactions, and the flag its own updates carry;
+//! - `authority`: the worker's session at the segment authority, for the services served from it;
 //! - `backoff`: the pause of a failing request;
 //! - `session`: the settings the worker's session pins;
 //! - `serve`: the worker's loop over the services, and its retiring of a database's caches.
@@ -29,6 +30,7 @@
 //! This module names no service: `services` (above it) lists them and starts the worker with
 //! them.
 
+mod authority;
 mod backoff;
 mod pool;
 mod serve;
@@ -41,6 +43,7 @@ use std::time::Instant;
 
 use pgrx::pg_sys;
 
+pub use authority::Authority;
 pub use backoff::Backoff;
 pub use pool::{notify_published, told_to_stop, wake, POOL};
 pub use serve::{install_drop_hook, on_object_access, register, run_for_database, run_main};

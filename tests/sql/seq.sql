@@ -151,6 +151,8 @@ UPDATE seq_section SET space = 'messages' WHERE space = 'issues' AND section = -
 UPDATE seq_space SET section_keys = 64 WHERE space = 'issues';
 UPDATE seq_space SET space = 'tickets' WHERE space = 'issues';
 UPDATE seq_space SET id = id + 1000 WHERE space = 'issues';
+-- A space of its own marked as a copy of the segment authority's would no longer be numbered here.
+UPDATE seq_space SET copied = true WHERE space = 'issues';
 SELECT sqlstate_of($$UPDATE seq_space SET id = id + 1000 WHERE space = 'issues'$$);
 -- A larger max_seq is taken: every key of the section continues above it (the change retires the
 -- database's cached sections). Moving it back is refused.
