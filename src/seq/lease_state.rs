@@ -37,8 +37,8 @@ pub struct HeldRecord {
 /// | `held` | the workers | one writer per section; read for messages only |
 #[repr(C)]
 pub struct Leases {
-    /// This start of the server: a random token (a restart of the same server takes its own
-    /// sections back at once; another server waits for the lease and margin).
+    /// This start of the server: a random token (the same start renews and takes its own sections;
+    /// a later start, as another server, waits for their lease and margin).
     pub holder_start: [AtomicU64; 2],
     pub spaces_asked: [AtomicU64; SLOTS],
     pub spaces_copied: [AtomicU64; SLOTS],

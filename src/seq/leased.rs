@@ -227,7 +227,8 @@ impl LeasedSections {
                     Some(&(was_version, was_taken, since_ms)) if was_version == version && was_taken == taken => since_ms,
                     _ => now_ms,
                 };
-                let idle = now_ms - since_ms >= self.ttl_ms;
+                // Idle, or its lease ended here (not renewed under it: see `raise`).
+                let idle = now_ms - since_ms >= self.ttl_ms || section.lease_until_ms.load(Ordering::Acquire) <= now_ms;
                 let request = Request {
                     section: section.section.load(Ordering::Relaxed),
                     generation,
@@ -246,7 +247,8 @@ impl LeasedSections {
             }
         }
         self.seen = seen;
-        held.sort_by(|a, b| a.0.cmp(&b.0));
+        // By section within a space: two servers' calls lock the sections' rows in one order.
+        held.sort_by(|a, b| (&a.0, a.3.section).cmp(&(&b.0, b.3.section)));
         // Why chunks: one statement must end well inside its timeout, and the authority takes at
         // most 10,000 sections a call.
         for group in held.chunk_by(|a, b| a.0 == b.0).flat_map(|group| group.chunks(RENEWALS_PER_CALL)) {
@@ -264,10 +266,12 @@ impl LeasedSections {
                     "renewed" if section.version.read() == *version => {
                         section.lease_until_ms.fetch_max(sent_ms + self.ttl_ms, Ordering::AcqRel);
                     }
-                    "wanted" if section.version.read() == *version => {
+                    "wanted" => {
                         // Another server asked for it: no number of it here from now on, then the
-                        // release lets that server take it.
-                        cache::retire_section(*way);
+                        // release lets that server take it (also when the section went here since).
+                        if section.version.read() == *version {
+                            cache::retire_section(*way);
+                        }
                         handed_over.push(Request { raise: RELEASE, ..*request });
                     }
                     "released" => {
@@ -315,9 +319,20 @@ impl SectionSource for LeasedSections {
     /// One call per space of the round: takes (a section being loaded), raises under the lease.
     fn raise(&mut self, needs: &[Need]) -> Vec<Outcome> {
         let mut order: Vec<usize> = (0..needs.len()).collect();
+        // By section within a space: two servers' calls lock the sections' rows in one order.
         order.sort_by(|&a, &b| {
-            (&needs[a].space, needs[a].space_id, needs[a].section_keys).cmp(&(&needs[b].space, needs[b].space_id, needs[b].section_keys))
+            (&needs[a].space, needs[a].space_id, needs[a].section_keys, needs[a].section).cmp(&(
+                &needs[b].space,
+                needs[b].space_id,
+                needs[b].section_keys,
+                needs[b].section,
+            ))
         });
+        let now_ms = clock::monotonic_millis();
+        // A section whose lease ended here is not raised under it (another server may have taken
+        // and served it since; the authority may have gone back meanwhile): it is released, which
+        // repairs the authority's maximum, and taken anew by its next call.
+        let ended = |need: &Need| !need.load && need.generation > 0 && sections()[need.index].lease_until_ms.load(Ordering::Acquire) <= now_ms;
         let mut outcomes: Vec<Option<Outcome>> = needs.iter().map(|_| None).collect();
         for group in order.chunk_by(|&a, &b| {
             (&needs[a].space, needs[a].space_id, needs[a].section_keys) == (&needs[b].space, needs[b].space_id, needs[b].section_keys)
@@ -330,7 +345,7 @@ impl SectionSource for LeasedSections {
                     Request {
                         section: need.section,
                         generation: if need.load { 0 } else { need.generation },
-                        raise: need.raise.max(0),
+                        raise: if ended(need) { RELEASE } else { need.raise.max(0) },
                         limit: need.limit.max(0),
                     }
                 })
@@ -339,7 +354,7 @@ impl SectionSource for LeasedSections {
             match self.call(&first.space, first.space_id, first.section_keys, &requests) {
                 Ok(answers) => {
                     for (&i, answer) in group.iter().zip(answers) {
-                        outcomes[i] = Some(self.outcome_of(answer, sent_ms));
+                        outcomes[i] = Some(if ended(&needs[i]) { Outcome::Lost } else { self.outcome_of(answer, sent_ms) });
                     }
                 }
                 Err(message) => {

@@ -460,11 +460,12 @@ fn no_numbers_in_time(space: &[u8], way: Option<usize>) {
         if let Some(holder) = way.and_then(leased::holder_of) {
             errors::raise(
                 PgSqlErrorCode::ERRCODE_OBJECT_IN_USE,
-                // A holder's name, or why no server may take the section yet ("(none: …)").
-                if holder.starts_with('(') {
-                    format!("{subject}: the segment authority gives the key's section to no server yet {holder}")
-                } else {
-                    format!("{subject}: another server serves the key's section: {holder}")
+                // A holder's name, the server a holder handed it to, or why no server may take the
+                // section yet ("(none: …)").
+                match holder.strip_prefix("(handed over to ").and_then(|to| to.strip_suffix(')')) {
+                    Some(to) => format!("{subject}: the key's section was handed over to another server, which asked first: {to}"),
+                    None if holder.starts_with('(') => format!("{subject}: the segment authority gives the key's section to no server yet {holder}"),
+                    None => format!("{subject}: another server serves the key's section: {holder}"),
                 },
                 Some(format!(
                     "The segment authority leases each section to one server at a time; the call asked for it and waited pg_idgen.segment_wait_timeout ({timeout_ms} ms) for it to be handed over."

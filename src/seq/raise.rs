@@ -15,11 +15,10 @@ use crate::tables;
 use crate::worker::{self, Served, Serving};
 use crate::{clock, settings};
 
-/// A take of a section another server holds is tried again every `HELD_RETRY_MS` this many times
-/// (what a call waits at most, `pg_idgen.segment_wait_timeout`, is seconds), then after growing
-/// pauses. Why not at once: the worker's answer wakes the waiting call, whose request wakes the
-/// worker again, and the tries would follow each other by the millisecond.
-const HELD_RETRIES_SOON: u32 = 300;
+/// A take of a section another server holds is tried again after this, for as long as its calls
+/// wait (`pg_idgen.segment_wait_timeout`). Why not at once: the worker's answer wakes the waiting
+/// call, whose request wakes the worker again, and the tries would follow each other by the
+/// millisecond.
 const HELD_RETRY_MS: i64 = 100;
 
 /// A raise published less than this after the one before doubles the next (up to
@@ -323,16 +322,20 @@ pub fn publish(need: &Need, outcome: &Outcome) -> bool {
             section.backoff.failed(now_ms)
         }
         Outcome::Held(ref holder) => {
-            // A short pause at first: the holder hands the section over at its next renewal
-            // (every third of its lease), and the asker must be back for it soon. A section asked
-            // for longer, whose calls may have given up, is asked for less often.
+            // A short pause: the holder hands the section over at its next renewal (every third of
+            // its lease), and the asker must be back for it soon.
             super::lease_state::record_holder(need.index, holder);
+            // Asked for longer than a call waits (taken when first asked: `raised_at_ms` of a
+            // section being loaded), its calls have given up: the section goes, and so do the asks
+            // that would take it from the server its keys are routed to.
+            if now_ms - section.raised_at_ms.load(Ordering::Relaxed) > settings::config().segments.wait_timeout_ms as i64 {
+                cache::retire_section(need.index);
+                return false;
+            }
             section.want_raise.store(true, Ordering::Release);
             wanted::mark(need.index);
             section.backoff.failed(now_ms);
-            if section.backoff.failures() <= HELD_RETRIES_SOON {
-                section.backoff.retry_at(now_ms + HELD_RETRY_MS);
-            }
+            section.backoff.retry_at(now_ms + HELD_RETRY_MS);
             false
         }
         Outcome::Lost => {

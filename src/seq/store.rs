@@ -37,6 +37,9 @@ use crate::{authority_call, errors, settings, worker};
 pub const RENEW: i64 = -1;
 pub const RELEASE: i64 = -2;
 
+/// How long after its last ask a section handed over stays promised to the server that asked.
+const PROMISE_MS: i32 = 1000;
+
 /// The holder of a stand-in lease, for a section whose lease row was lost.
 const LOST_ROW: &str = "(none: the section's lease row was lost, and its holder may still serve it for a lease)";
 
@@ -232,7 +235,8 @@ impl Store<'_> {
         self.run("SELECT pg_catalog.pg_advisory_xact_lock(pg_catalog.hashtextextended($1, $2))", |sql| {
             Spi::run_with_args(sql, &[tables::text_arg(self.space), section.into()])
         });
-        // Promised: given up for another server that asked, which may take it first for a lease.
+        // Promised: given up for another server that asked, which may take it first while it keeps
+        // asking (its worker asks every 100 ms while a call waits).
         const LEASE: &str = "SELECT l.generation,
                     CASE WHEN l.reusable_at OPERATOR(pg_catalog.<=) pg_catalog.now() AND l.wanted_by OPERATOR(pg_catalog.<>) $3
                               AND l.wanted_at OPERATOR(pg_catalog.>) (pg_catalog.now() OPERATOR(pg_catalog.-)
@@ -250,7 +254,7 @@ impl Store<'_> {
                 FOR UPDATE";
         let row = self.run(LEASE, |sql| {
             Spi::connect(|client| {
-                let args = [tables::text_arg(self.space), section.into(), self.holder.into(), self.holder_start.into(), self.ttl_ms.into()];
+                let args = [tables::text_arg(self.space), section.into(), self.holder.into(), self.holder_start.into(), PROMISE_MS.into()];
                 let table = client.select(sql, Some(1), &args)?;
                 if table.is_empty() {
                     return Ok((None, None, None)); // never leased (or its row went)
@@ -397,7 +401,8 @@ impl Store<'_> {
             if raise == RENEW {
                 self.write_lease(section, generation);
                 // Another server asked for it: the holder gives it up (retired there first).
-                let wanted = matches!(lease, Lease::ThisStart(_, true));
+                // Not in the wait after a start: nobody could take it then.
+                let wanted = matches!(lease, Lease::ThisStart(_, true)) && !starting;
                 return answer(if wanted { "wanted" } else { "renewed" }, generation, None, None);
             }
             return match self.raise(section, raise, false) {
@@ -410,14 +415,16 @@ impl Store<'_> {
         }
         let last = match lease {
             Lease::Held(holder) => {
-                self.ask_holder(section);
+                if !starting {
+                    self.ask_holder(section);
+                }
                 return answer("held", 0, None, Some(holder));
             }
             Lease::Promised(to) => return answer("held", 0, None, Some(format!("(handed over to {to})"))),
-            // A row that may be older than the truth: its holder may still be serving.
-            Lease::None | Lease::Lapsed(_) | Lease::EarlierStart(_) if starting => {
-                return answer("held", 0, None, Some("(none: the authority waits a lease and margin after its start)".into()))
-            }
+            // A row that may be older than the truth: its holder may still be serving (also a row
+            // that names the caller: its cache may no longer hold the section, which another server
+            // may have taken and served since the copy this authority was restored from).
+            _ if starting => return answer("held", 0, None, Some("(none: the authority waits a lease and margin after its start)".into())),
             // A section served before, whose lease row is gone (deleted, the table emptied): its
             // holder may still be serving it. A stand-in lease keeps it for the longest lease and
             // margin; the holder's next renewal finds it lost.
