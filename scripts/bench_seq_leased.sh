@@ -2,11 +2,11 @@
 # ratio; N, ROUNDS): per-key sequences on many servers, leased from a segment authority, in one run:
 #   a. ns per call of seq_next() on a hot key whose section the server holds, against seq_next() on
 #      a server without an authority, nextval() and gen_random_uuid(), best of ROUNDS;
-#   b. the first call of a section: taken from the authority (cold), and taken over from another
-#      server that gave it up (handover), p50 and p99 in ms;
+#   b. the first call of a section: taken from the authority (cold), and asked for from another
+#      server that holds it (handover), p50 and p99 in ms;
 #   c. numbers/s of two servers, each calling its own keys (routed), and of one client whose calls
 #      of one key alternate between the two servers (what ignoring routing costs: each call waits
-#      until the other server gave the section up);
+#      until the other server handed the section over);
 #   d. round trips to the authority per million numbers of the hot key (pg_stat_user_functions at
 #      the authority: raises and renewals);
 #   e. instructions per call of the hot key, leased and without an authority (callgrind, when
@@ -94,7 +94,7 @@ if [ -n "${ONLY_LEASED:-}" ] || [ -z "${ONLY_COMPARE:-}${ONLY_SEQ:-}${ONLY_MASK:
     say "b. the first call of a section ($LEASED_CALLS sections)"
     echo "taken from the authority:        $(first_call_ms bench_s1 cold 1 "$LEASED_CALLS")"
     leased_sql bench_s1 "SELECT count(seq_next('moved', k)) FROM generate_series(1, $LEASED_CALLS) AS k" >/dev/null
-    echo "taken over from another server:  $(first_call_ms bench_s2 moved 1 "$LEASED_CALLS")  (it waits until the first server gave them up: a lease without calls there, 3 s here)"
+    echo "held by another server:          $(first_call_ms bench_s2 moved 1 "$LEASED_CALLS")  (the first call asks; the first server hands them over at its next renewal, every second here)"
 
     say "c. numbers/s of two servers: each its own keys, and one key alternating between them"
     # Each server its own 1,000 keys (4 sections of 256 keys), far apart.
@@ -106,8 +106,8 @@ if [ -n "${ONLY_LEASED:-}" ] || [ -z "${ONLY_COMPARE:-}${ONLY_SEQ:-}${ONLY_MASK:
     routed bench_s2 1000000 &
     wait
     echo "routed: $(awk -v s="$started" -v e="$(date +%s.%N)" 'BEGIN { printf "%.0f", 4000000 / (e - s) }') numbers/s (2 servers, 1 client each)"
-    # Each call on the other server waits until the first gives the section up (a lease without
-    # calls, 3 s here): what sending a key's calls to any server costs.
+    # Each call on the other server asks for the section and waits until the first hands it over
+    # (at its next renewal, every second here): what sending a key's calls to any server costs.
     started=$(date +%s.%N)
     for ((i = 0; i < 4; i++)); do
         leased_sql bench_s$((i % 2 + 1)) "SELECT seq_next('routed', 5000)" >/dev/null
