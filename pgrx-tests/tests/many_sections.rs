@@ -913,8 +913,9 @@ fn leased_sections_fail_with_clear_errors() {
     authority.start();
     if let Err(error) = db.query_one("SELECT seq_next('orders', 50000)", &[]) {
         // 55006 in the wait; 08006 when the worker's connection from before the restart failed
-        // and the second try comes after the call's 1 s.
-        assert!(["55006", "08006"].contains(&sqlstate(&error).as_str()), "{error:?}");
+        // and the second try comes after the call's 1 s; 55P03 when the section's try failed but
+        // the authority's status (shared by every call to it) says its last call was answered.
+        assert!(["55006", "08006", "55P03"].contains(&sqlstate(&error).as_str()), "{error:?}");
         eprintln!("in the authority's wait after its start: {} {}", sqlstate(&error), error_text(&error));
     }
     after_start_wait(&authority);
