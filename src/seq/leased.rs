@@ -53,14 +53,7 @@ fn seq_lease_status() -> TableIterator<
     crate::shmem::require_preloaded();
     // SAFETY: this backend's database.
     let database = unsafe { pg_sys::MyDatabaseId }.to_u32();
-    let held = {
-        let _lock = CACHE.shared();
-        let all = sections();
-        databases::sections_of(database)
-            .into_iter()
-            .filter(|&way| all[way].state.load(Ordering::Relaxed) == READY && all[way].lease_generation.load(Ordering::Relaxed) > 0)
-            .count()
-    };
+    let held = held_sections(database);
     let leases = LEASES.get();
     let counter = |c: &AtomicU64| c.load(Ordering::Relaxed) as i64;
     TableIterator::new(vec![(
@@ -411,16 +404,17 @@ impl Serving for LeasedSections {
         let mut served = raise::serve_from(self, database, until);
         // The worker of another database stays while it holds leases: they are renewed, and given
         // up when idle, rather than left to run out under their calls.
-        served.wanted |= holds_leases(database);
+        served.wanted |= held_sections(database.to_u32()) > 0;
         served
     }
 }
 
-/// Whether the database has sections held under a lease.
-fn holds_leases(database: pg_sys::Oid) -> bool {
+/// The database's sections held under a lease.
+fn held_sections(database: u32) -> usize {
     let _lock = CACHE.shared();
     let all = sections();
-    databases::sections_of(database.to_u32())
+    databases::sections_of(database)
         .into_iter()
-        .any(|way| all[way].state.load(Ordering::Relaxed) == READY && all[way].lease_generation.load(Ordering::Relaxed) > 0)
+        .filter(|&way| all[way].state.load(Ordering::Relaxed) == READY && all[way].lease_generation.load(Ordering::Relaxed) > 0)
+        .count()
 }
