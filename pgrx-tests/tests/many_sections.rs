@@ -56,7 +56,12 @@ fn servers(prefix: &str, authority: &Cluster, count: usize, wait: &str) -> Vec<C
 
 /// The same, with the settings `more` (a wait among them).
 fn servers_with(prefix: &str, authority: &Cluster, count: usize, more: &[&str]) -> Vec<Cluster> {
-    let settings = server_settings(authority, more);
+    servers_calling(prefix, &conninfo_as(authority, "idgen"), authority, count, more)
+}
+
+/// The same, calling the authority at `conninfo` (which may name its standby too).
+fn servers_calling(prefix: &str, conninfo: &str, authority: &Cluster, count: usize, more: &[&str]) -> Vec<Cluster> {
+    let settings = server_settings_calling(conninfo, more);
     let settings: Vec<&str> = settings.iter().map(String::as_str).collect();
     let servers = (0..count)
         .map(|i| {
@@ -71,7 +76,12 @@ fn servers_with(prefix: &str, authority: &Cluster, count: usize, more: &[&str]) 
 
 /// The settings of a server of `authority`, with `more`.
 fn server_settings(authority: &Cluster, more: &[&str]) -> Vec<String> {
-    let setting = format!("pg_idgen.segment_authority = '{}'", conninfo_as(authority, "idgen"));
+    server_settings_calling(&conninfo_as(authority, "idgen"), more)
+}
+
+/// The settings of a server calling the authority at `conninfo`, with `more`.
+fn server_settings_calling(conninfo: &str, more: &[&str]) -> Vec<String> {
+    let setting = format!("pg_idgen.segment_authority = '{conninfo}'");
     [&[setting.as_str(), "pg_idgen.seq_sections = authority", TTL, MARGIN, "pg_idgen.remote_timeout = '1s'"], more]
         .concat()
         .into_iter()
@@ -741,6 +751,82 @@ fn an_authority_set_back_is_repaired_by_the_live_holder() {
     let all: Vec<Taken> = held.into_iter().chain(taken).collect();
     assert_no_repeat_and_increasing(&all, "holder and taker around the set-back");
     eprintln!("the taker's first statement ended {:?} after the authority's restart", taker.done[0].back - restarted);
+}
+
+/// Claim: an authority failed over to a standby that lagged, promoted long after its own start
+/// (so no start wait covers it), gives no section out before the live holder was heard. The
+/// servers call the authority through a conninfo naming both hosts (`target_session_attrs =
+/// read-write`). A holder numbers key 7; the standby replays that much, then is cut from its
+/// primary (it lags from here); the holder numbers key 7 on, far past what the standby saw; its
+/// worker is frozen (SIGSTOP), the authority killed and the standby promoted; another server calls
+/// key 7 at once; the holder's worker is thawed a second later. Every number the other server gets
+/// is above every number of the holder's; none repeats. (0.10.0 gave the other server the section
+/// at once, at the standby's older maximum: its numbers were the holder's again.)
+#[test]
+fn an_authority_failed_over_to_a_lagging_standby_repeats_no_number() {
+    let primary = authority("failover-authority");
+    let standby = Cluster::standby_of("failover-standby", &primary);
+    standby.configure(&["shared_preload_libraries = 'pg_idgen'", TTL, MARGIN]);
+    standby.start();
+    let both = format!(
+        "host={},{} port={},{} dbname=postgres user=idgen target_session_attrs=read-write",
+        primary.socket_dir(),
+        standby.socket_dir(),
+        primary.port,
+        standby.port
+    );
+    let servers = servers_calling("failover-server", &both, &primary, 2, &[LONG_WAIT]);
+    let first = scripted(&servers[0], 1, vec![vec![7; 10]; 10]).join().unwrap();
+    assert!(first.errors.is_empty(), "the holder's first numbers: {:?}", first.errors);
+
+    // The standby replays the holder's lease and maximum, then lags.
+    let mut s = standby.connect();
+    let replayed = "SELECT count(*) FROM seq_section_lease l JOIN seq_section m USING (space, section)
+                     WHERE l.space = 'orders' AND l.section = 0 AND m.max_seq >= 100";
+    let deadline = Instant::now() + scaled(Duration::from_secs(20));
+    while s.query_one(replayed, &[]).unwrap().get::<_, i64>(0) == 0 {
+        assert!(Instant::now() < deadline, "the standby did not replay the holder's section");
+        thread::sleep(Duration::from_millis(100));
+    }
+    s.batch_execute("ALTER SYSTEM SET primary_conninfo = ''").unwrap();
+    s.batch_execute("SELECT pg_reload_conf()").unwrap();
+    let deadline = Instant::now() + scaled(Duration::from_secs(20));
+    while s.query_one("SELECT count(*) FROM pg_stat_wal_receiver", &[]).unwrap().get::<_, i64>(0) > 0 {
+        assert!(Instant::now() < deadline, "the standby still receives WAL");
+        thread::sleep(Duration::from_millis(100));
+    }
+    let replayed_max: i64 = s.query_one("SELECT max_seq FROM seq_section WHERE space = 'orders' AND section = 0", &[]).unwrap().get(0);
+
+    let later = scripted(&servers[0], 2, vec![vec![7; 50]; 40]).join().unwrap();
+    assert!(later.errors.is_empty(), "the holder's later numbers: {:?}", later.errors);
+    let held = every_number(&[&servers[0]], &[&first, &later]);
+    let highest = held.iter().map(|t| t.v).max().unwrap();
+    assert!(highest > replayed_max + 1000, "the holder numbered past the standby's maximum ({highest}, {replayed_max})");
+    // Promoted long after its start: the authority's wait after a start is over.
+    let started_long_ago = format!("SELECT now() > pg_postmaster_start_time() + interval '{} ms'", 2 * (TTL_MS + MARGIN_MS));
+    while !s.query_one(&started_long_ago, &[]).unwrap().get::<_, bool>(0) {
+        thread::sleep(Duration::from_millis(100));
+    }
+    drop(s);
+
+    let frozen = Stopped::processes(worker_pids(&servers[0]));
+    primary.kill9();
+    standby.promote();
+    let promoted = Instant::now();
+    let taker = scripted(&servers[1], 3, vec![vec![7; 10]; 5]);
+    thread::sleep(Duration::from_secs(1));
+    drop(frozen);
+    let taker = taker.join().unwrap();
+    assert!(taker.errors.is_empty(), "the other server could not take key 7: {:?}", taker.errors);
+    let taken = every_number(&[&servers[1]], &[&taker]);
+    assert_eq!(taken.len(), 50, "every number of the taker was kept");
+    assert_above(&held, &taken, "the other server's numbers after the failover");
+    let all: Vec<Taken> = held.into_iter().chain(taken).collect();
+    assert_no_repeat_and_increasing(&all, "holder and taker around the failover");
+    eprintln!(
+        "the standby had replayed up to {replayed_max}, the holder served up to {highest}; the taker's first statement ended {:?} after the promotion",
+        taker.done[0].back - promoted
+    );
 }
 
 /// The process ids of a server: its postmaster and every child.

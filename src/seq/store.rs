@@ -14,22 +14,24 @@
 //! - A section held by a live server goes to another only once the lease ended and its margin
 //!   passed on the authority's clock; the holder stops serving at its own deadline, the lease's
 //!   length after it sent the renewal, earlier (the order of numbers across servers).
-//! - The authority may go back (restored from a copy): its rows are then older than what holders
-//!   served. Every request of a holder carries its limit of the section (renewals, raises and
-//!   releases alike, answered or refused), and `max_seq` is raised to it first (a live holder
-//!   repairs what went back); for the lease and margin after its server's start (as its own
-//!   settings say) the authority gives no section to a server that does not hold it, so that live
-//!   holders are heard first. Not covered (docs/many-servers.md): a section whose holder died (or
-//!   restarted) before such a request, a failover to a standby that lagged (no start: no wait), and
-//!   a wall clock stepped forward during the wait.
+//! - The authority may go back (restored from a copy, failed over to a standby that lagged): its
+//!   rows are then older than what holders served. Every request of a holder carries its limit of
+//!   the section (renewals, raises and releases alike, answered or refused), and `max_seq` is
+//!   raised to it first (a live holder repairs what went back); after its server's start, a new
+//!   WAL timeline or a copy of its database (`store_state`), for the longest lease and margin it
+//!   gave, the authority gives no section to a server that does not hold it, so that live holders
+//!   are heard first. Not covered (docs/many-servers.md): a section whose holder died (or
+//!   restarted, or was cut off for the whole wait) before such a request, and a wall clock stepped
+//!   forward during the wait.
 
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 
 use super::raise::{raise_row, Need, Outcome};
-use super::spaces::{LEASE_TABLE, SECRET_TABLE, SECTION_TABLE, SPACE, SPACE_TABLE};
+use super::spaces::{LEASE_TABLE, SECRET_TABLE, SECTION_TABLE, SPACE, SPACE_TABLE, STORE_STATE_TABLE};
+use super::store_state::{self, Wait};
 use crate::tables::{self, TextBytes, TextOut};
-use crate::{authority_call, errors, settings, worker};
+use crate::{authority_call, errors, settings};
 
 /// What a request for one section asks (`raises[i]`): a raise of at least this many numbers (0:
 /// the space's step), with the section taken first if `generations[i]` is 0; or only a renewal, or
@@ -169,7 +171,9 @@ fn pg_idgen_seq_sections(
     else {
         errors::raise(PgSqlErrorCode::ERRCODE_UNDEFINED_TABLE, "pg_idgen's sequence tables do not exist at the authority".into(), None, None)
     };
-    let longest_ms = (own.seq_lease_ttl_ms + own.seq_lease_margin_ms) as i64;
+    // Its rows may be older than what holders served (a start, a failover): only they can say.
+    let wait = store_state::wait(tables::extension_table_oid(STORE_STATE_TABLE), (own.seq_lease_ttl_ms + own.seq_lease_margin_ms) as i64);
+    let longest_ms = wait.longest_ms;
     let store = Store {
         holder,
         holder_start,
@@ -183,9 +187,8 @@ fn pg_idgen_seq_sections(
         sections: section_table,
         leases,
     };
-    let starting = store.in_start_wait();
     let space_here = store.space_is_here();
-    let answers: Vec<_> = (0..n).map(|i| store.answer(sections[i], generations[i], raises[i], limits[i], starting, space_here)).collect();
+    let answers: Vec<_> = (0..n).map(|i| store.answer(sections[i], generations[i], raises[i], limits[i], &wait, space_here)).collect();
     TableIterator::new(answers)
 }
 
@@ -206,27 +209,9 @@ struct Store<'a> {
 }
 
 impl Store<'_> {
-    /// Runs a statement on the tables, as the authority's allocation does (`Run::Allocation`).
+    /// Runs a statement on the tables.
     fn run<T>(&self, statement: &str, run: impl FnOnce(&str) -> Result<T, pgrx::spi::SpiError>) -> T {
-        let tables = [("{leases}", self.leases), ("{sections}", self.sections), ("{spaces}", self.spaces)];
-        match tables::run_on_tables(&tables, tables::Run::Allocation, statement, |sql| worker::as_allocation(|| run(sql))) {
-            Ok(Ok(value)) => value,
-            Ok(Err(error)) => errors::raise(PgSqlErrorCode::ERRCODE_INTERNAL_ERROR, error.to_string(), None, None),
-            Err(message) => errors::raise(PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE, message, None, None),
-        }
-    }
-
-    /// Whether the authority's server started less than `longest_ms` ago: its rows may be older
-    /// than what holders served (it may be a restored copy), and only they can say.
-    fn in_start_wait(&self) -> bool {
-        Spi::get_one_with_args::<bool>(
-            "SELECT pg_catalog.now() OPERATOR(pg_catalog.<) (pg_catalog.pg_postmaster_start_time()
-                    OPERATOR(pg_catalog.+) pg_catalog.make_interval(secs => $1::pg_catalog.float8 OPERATOR(pg_catalog./) 1000))",
-            &[self.longest_ms.into()],
-        )
-        .ok()
-        .flatten()
-        .unwrap_or(true)
+        store_state::run_at_authority(&[("{leases}", self.leases), ("{sections}", self.sections), ("{spaces}", self.spaces)], statement, run)
     }
 
     /// The section's lease, locked until the end of the call (also a section never leased: two
@@ -361,12 +346,13 @@ impl Store<'_> {
         generation: i64,
         raise: i64,
         limit: i64,
-        starting: bool,
+        wait: &Wait,
         space_here: bool,
     ) -> (i64, String, i64, Option<i64>, Option<i64>, Option<String>) {
         let answer = |outcome: &str, generation: i64, raised: Option<(i64, i64)>, held_by: Option<String>| {
             (section, outcome.to_string(), generation, raised.map(|r| r.0), raised.map(|r| r.1), held_by)
         };
+        let starting = wait.on;
         let lease = self.lease(section);
         // First, whatever the answer: a holder may have served up to its limit, and if this
         // authority went back (restored, failed over) its max_seq is below that. Raising it is
@@ -424,7 +410,10 @@ impl Store<'_> {
             // A row that may be older than the truth: its holder may still be serving (also a row
             // that names the caller: its cache may no longer hold the section, which another server
             // may have taken and served since the copy this authority was restored from).
-            _ if starting => return answer("held", 0, None, Some("(none: the authority waits a lease and margin after its start)".into())),
+            _ if starting => {
+                let why = format!("(none: the authority gives no section out until {}: {})", wait.ends_at, wait.why);
+                return answer("held", 0, None, Some(why));
+            }
             // A section served before, whose lease row is gone (deleted, the table emptied): its
             // holder may still be serving it. A stand-in lease keeps it for the longest lease and
             // margin; the holder's next renewal finds it lost.
