@@ -2,15 +2,12 @@
 -- updated database with a fresh install. Each change has a section of its own below.
 \echo Use "ALTER EXTENSION pg_idgen UPDATE TO '0.11.0'" to load this file. \quit
 
--- Per-key sequences on many servers (src/seq/store_state.rs): the segment authority's record of
--- where its sections' rows were written, so that a standby promoted (a new WAL timeline) or a
--- copy of its database waits out every lease before it gives a section to another server, as a
--- start always did. Recorded as of now: the rows were written here.
 -- At the segment authority (src/seq/store_state.rs): where the rows of seq_section and
 -- seq_section_lease were written. A server start, a new WAL timeline (a standby promoted) or
 -- another database (a copy) counts as a reset: the authority then gives no section to a server
 -- that does not hold it for the longest lease and margin it gave, so that live holders repair the
--- maxima first. Not in pg_dump: a restored copy must not describe where it was restored.
+-- maxima first. So does CREATE EXTENSION (pg_restore --clean brings older rows back). Not in
+-- pg_dump: a restored copy must not describe where it was restored.
 CREATE TABLE seq_store_state (
     only_row       boolean PRIMARY KEY DEFAULT true CHECK (only_row),
     timeline       text NOT NULL,        -- the WAL timeline the rows were written on
@@ -22,7 +19,7 @@ CREATE TABLE seq_store_state (
 );
 INSERT INTO seq_store_state (timeline, database_oid, server_started, reset_at, longest_ms, why)
     SELECT pg_catalog.substr(pg_catalog.pg_walfile_name(pg_catalog.pg_current_wal_lsn()), 1, 8), d.oid,
-           pg_catalog.pg_postmaster_start_time(), pg_catalog.pg_postmaster_start_time(), 0, 'its server started'
+           pg_catalog.pg_postmaster_start_time(), pg_catalog.clock_timestamp(), 0, 'pg_idgen was installed (it may be a restore of a dump)'
       FROM pg_catalog.pg_database d WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database();
 COMMENT ON TABLE seq_store_state IS
     'At the segment authority: where its sections'' rows were written (timeline, database, server start), and its latest reset, after which it gives no section out for a lease and margin.';

@@ -89,10 +89,11 @@ fn server_settings_calling(conninfo: &str, more: &[&str]) -> Vec<String> {
         .collect()
 }
 
-/// Waits until the authority's wait after its start is over.
+/// Waits until the authority's wait after its start (or after pg_idgen was installed there) is over.
 fn after_start_wait(authority: &Cluster) {
     let mut db = authority.connect();
-    let over = format!("SELECT now() > pg_postmaster_start_time() + interval '{} ms'", TTL_MS + MARGIN_MS);
+    let over =
+        format!("SELECT now() > GREATEST(pg_postmaster_start_time(), (SELECT reset_at FROM seq_store_state)) + interval '{} ms'", TTL_MS + MARGIN_MS);
     let deadline = Instant::now() + scaled(Duration::from_secs(30));
     while !db.query_one(&over, &[]).unwrap().get::<_, bool>(0) {
         assert!(Instant::now() < deadline, "the authority's start is not over after 30 s");
@@ -753,20 +754,29 @@ fn an_authority_set_back_is_repaired_by_the_live_holder() {
     eprintln!("the taker's first statement ended {:?} after the authority's restart", taker.done[0].back - restarted);
 }
 
+/// How long the promoted standby of the failover test waits after a reset: its lease and margin
+/// (longer than the servers', which it accepts).
+const STANDBY_MARGIN: &str = "pg_idgen.seq_lease_margin = '7s'";
+const STANDBY_WAIT_MS: u64 = TTL_MS + 7000;
+
 /// Claim: an authority failed over to a standby that lagged, promoted long after its own start
-/// (so no start wait covers it), gives no section out before the live holder was heard. The
-/// servers call the authority through a conninfo naming both hosts (`target_session_attrs =
-/// read-write`). A holder numbers key 7; the standby replays that much, then is cut from its
-/// primary (it lags from here); the holder numbers key 7 on, far past what the standby saw; its
-/// worker is frozen (SIGSTOP), the authority killed and the standby promoted; another server calls
-/// key 7 at once; the holder's worker is thawed a second later. Every number the other server gets
-/// is above every number of the holder's; none repeats. (0.10.0 gave the other server the section
-/// at once, at the standby's older maximum: its numbers were the holder's again.)
+/// (so no start wait covers it), gives no section to another server for its lease and margin
+/// after it finds the new timeline, and the live holder, whose raises the lagging copy never saw,
+/// repairs the maxima in that time. The servers call the authority through a conninfo naming both
+/// hosts (`target_session_attrs = read-write`). A holder numbers key 7; the standby replays that
+/// much, then is cut from its primary (it lags from here); the holder numbers key 7 on, far past
+/// what the standby saw; its worker is frozen (SIGSTOP), the authority killed and the standby
+/// promoted; another server calls key 7 at once; the holder's worker is thawed once its lease has
+/// ended (its requests are then releases, which carry its limit; the first may fail on the
+/// connection to the dead authority and is sent again). The other server's first statement ends
+/// after the wait; every number it gets is above every number of the holder's; none repeats.
+/// (0.10.0 gave the other server the section at once, at the standby's older maximum: all 50 of
+/// its numbers were the holder's again.)
 #[test]
 fn an_authority_failed_over_to_a_lagging_standby_repeats_no_number() {
     let primary = authority("failover-authority");
     let standby = Cluster::standby_of("failover-standby", &primary);
-    standby.configure(&["shared_preload_libraries = 'pg_idgen'", TTL, MARGIN]);
+    standby.configure(&["shared_preload_libraries = 'pg_idgen'", TTL, STANDBY_MARGIN]);
     standby.start();
     let both = format!(
         "host={},{} port={},{} dbname=postgres user=idgen target_session_attrs=read-write",
@@ -775,7 +785,7 @@ fn an_authority_failed_over_to_a_lagging_standby_repeats_no_number() {
         primary.port,
         standby.port
     );
-    let servers = servers_calling("failover-server", &both, &primary, 2, &[LONG_WAIT]);
+    let servers = servers_calling("failover-server", &both, &primary, 2, &["pg_idgen.segment_wait_timeout = '30s'"]);
     let first = scripted(&servers[0], 1, vec![vec![7; 10]; 10]).join().unwrap();
     assert!(first.errors.is_empty(), "the holder's first numbers: {:?}", first.errors);
 
@@ -796,36 +806,64 @@ fn an_authority_failed_over_to_a_lagging_standby_repeats_no_number() {
         thread::sleep(Duration::from_millis(100));
     }
     let replayed_max: i64 = s.query_one("SELECT max_seq FROM seq_section WHERE space = 'orders' AND section = 0", &[]).unwrap().get(0);
-
-    let later = scripted(&servers[0], 2, vec![vec![7; 50]; 40]).join().unwrap();
-    assert!(later.errors.is_empty(), "the holder's later numbers: {:?}", later.errors);
-    let held = every_number(&[&servers[0]], &[&first, &later]);
-    let highest = held.iter().map(|t| t.v).max().unwrap();
-    assert!(highest > replayed_max + 1000, "the holder numbered past the standby's maximum ({highest}, {replayed_max})");
     // Promoted long after its start: the authority's wait after a start is over.
-    let started_long_ago = format!("SELECT now() > pg_postmaster_start_time() + interval '{} ms'", 2 * (TTL_MS + MARGIN_MS));
+    let started_long_ago = format!("SELECT now() > pg_postmaster_start_time() + interval '{} ms'", 2 * STANDBY_WAIT_MS);
     while !s.query_one(&started_long_ago, &[]).unwrap().get::<_, bool>(0) {
         thread::sleep(Duration::from_millis(100));
     }
     drop(s);
 
+    // The holder numbers on (taking the section again if it gave it up meanwhile), and holds it
+    // when its worker is frozen right after.
+    let later = scripted(&servers[0], 2, vec![vec![7; 50]; 40]).join().unwrap();
+    assert!(later.errors.is_empty(), "the holder's later numbers: {:?}", later.errors);
     let frozen = Stopped::processes(worker_pids(&servers[0]));
+    let frozen_at = Instant::now();
+    let held = every_number(&[&servers[0]], &[&first, &later]);
+    let highest = held.iter().map(|t| t.v).max().unwrap();
+    assert!(highest > replayed_max + 1000, "the holder numbered past the standby's maximum ({highest}, {replayed_max})");
     primary.kill9();
     standby.promote();
     let promoted = Instant::now();
     let taker = scripted(&servers[1], 3, vec![vec![7; 10]; 5]);
-    thread::sleep(Duration::from_secs(1));
+    // Thawed once its lease ended (a renewal comes every third of it), and the reset is recorded.
+    let mut s = standby.connect();
+    let deadline = Instant::now() + scaled(Duration::from_secs(20));
+    while !s.query_one("SELECT why LIKE '%timeline%' FROM seq_store_state", &[]).unwrap().get::<_, bool>(0) {
+        assert!(Instant::now() < deadline, "the promoted standby recorded no reset: {}", standby.log());
+        thread::sleep(Duration::from_millis(50));
+    }
+    thread::sleep(Duration::from_millis(TTL_MS).saturating_sub(frozen_at.elapsed()));
     drop(frozen);
     let taker = taker.join().unwrap();
-    assert!(taker.errors.is_empty(), "the other server could not take key 7: {:?}", taker.errors);
+    assert!(taker.errors.is_empty(), "the other server could not take key 7: {:?}\n{}", taker.errors, standby.log());
+    let waited = taker.done[0].back - promoted;
+    assert!(
+        waited >= Duration::from_millis(STANDBY_WAIT_MS - 200),
+        "the other server's first statement ended {waited:?} after the promotion, within the standby's wait"
+    );
     let taken = every_number(&[&servers[1]], &[&taker]);
     assert_eq!(taken.len(), 50, "every number of the taker was kept");
+    if taken.iter().any(|t| t.v <= highest) {
+        // For the failure's story: what the holder and the promoted authority did.
+        let status = |cluster: &Cluster, query: &str| -> String {
+            let rows = cluster.connect().query(&format!("SELECT row_to_json(s)::text FROM {query} s"), &[]).unwrap();
+            rows.iter().map(|r| r.get::<_, String>(0)).collect::<Vec<_>>().join("\n")
+        };
+        eprintln!(
+            "the holder's log:\n{}\nthe promoted standby's log:\n{}\nthe holder's authority: {}\nits leases: {}\nthe standby's lease rows: {}",
+            servers[0].log(),
+            standby.log(),
+            status(&servers[0], "segment_authority_status()"),
+            status(&servers[0], "seq_lease_status()"),
+            status(&standby, "seq_section_lease"),
+        );
+    }
     assert_above(&held, &taken, "the other server's numbers after the failover");
     let all: Vec<Taken> = held.into_iter().chain(taken).collect();
     assert_no_repeat_and_increasing(&all, "holder and taker around the failover");
     eprintln!(
-        "the standby had replayed up to {replayed_max}, the holder served up to {highest}; the taker's first statement ended {:?} after the promotion",
-        taker.done[0].back - promoted
+        "the standby had replayed up to {replayed_max}, the holder served up to {highest}; the taker's first statement ended {waited:?} after the promotion"
     );
 }
 

@@ -168,10 +168,9 @@ impl LeasedSections {
         }
     }
 
-    /// Sends the releases the authority has not answered yet, one call per space; keeps those it
+    /// Sends releases the authority did not answer before, one call per space; keeps those it
     /// still does not answer.
-    fn send_unanswered_releases(&mut self) {
-        let mut unanswered = std::mem::take(&mut self.unanswered);
+    fn send_unanswered_releases(&mut self, mut unanswered: Vec<(SpaceOf, Request)>) {
         unanswered.sort_by(|a, b| (&a.0, a.1.section).cmp(&(&b.0, b.1.section)));
         for group in unanswered.chunk_by(|a, b| a.0 == b.0).flat_map(|group| group.chunks(RENEWALS_PER_CALL)) {
             let (space, space_id, section_keys) = &group[0].0;
@@ -225,7 +224,9 @@ impl LeasedSections {
     /// the authority. Why the counters, not the use clock: a call that finds its section in its
     /// backend's map of sections does not record its use.
     fn renew(&mut self, database: pg_sys::Oid) {
-        self.send_unanswered_releases();
+        // Sent after the renewals: a release of an older generation must not end a lease the
+        // renewal would keep (an authority that went back may show the older one).
+        let unanswered = std::mem::take(&mut self.unanswered);
         let now_ms = clock::monotonic_millis();
         let mut held = Vec::new();
         let mut seen = std::collections::HashMap::new();
@@ -320,6 +321,7 @@ impl LeasedSections {
                 }
             }
         }
+        self.send_unanswered_releases(unanswered);
         worker::notify_published();
     }
 }

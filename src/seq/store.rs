@@ -149,18 +149,24 @@ fn pg_idgen_seq_sections(
         );
     }
     let own = &settings::config().segments;
-    if ttl_ms < 0 || margin_ms < 0 || ttl_ms as u64 > own.seq_lease_ttl_ms || margin_ms as u64 > own.seq_lease_margin_ms {
-        // Why refused: the wait after the authority's start is its own lease and margin, and must
-        // cover every lease it gave.
-        errors::raise(
-            PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
-            format!("a section lease of {ttl_ms} ms with a margin of {margin_ms} ms is longer than the authority's"),
-            Some(format!(
-                "The authority's pg_idgen.seq_lease_ttl is {} ms and pg_idgen.seq_lease_margin {} ms.",
-                own.seq_lease_ttl_ms, own.seq_lease_margin_ms
-            )),
-            Some("Set pg_idgen.seq_lease_ttl and pg_idgen.seq_lease_margin on the authority at least as long as on every server."),
-        );
+    // Why refused: the wait after the authority's start or reset is the longest lease and margin
+    // it gave, and must cover every lease.
+    let too_long = (ttl_ms < 0 || margin_ms < 0 || ttl_ms as u64 > own.seq_lease_ttl_ms || margin_ms as u64 > own.seq_lease_margin_ms)
+        .then(|| format!("a section lease of {ttl_ms} ms with a margin of {margin_ms} ms is longer than the authority's"));
+    if let Some(message) = &too_long {
+        // A holder's requests are still heard for their limits (below): a standby promoted with
+        // shorter settings is repaired all the same. A call that only takes is refused.
+        if generations.iter().zip(&raises).all(|(&generation, &raise)| generation <= 0 && raise != RELEASE) {
+            errors::raise(
+                PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+                message.clone(),
+                Some(format!(
+                    "The authority's pg_idgen.seq_lease_ttl is {} ms and pg_idgen.seq_lease_margin {} ms.",
+                    own.seq_lease_ttl_ms, own.seq_lease_margin_ms
+                )),
+                Some("Set pg_idgen.seq_lease_ttl and pg_idgen.seq_lease_margin on the authority at least as long as on every server."),
+            );
+        }
     }
     // Durable before it is answered, whatever the session (or a pooler between) says; a lease row
     // another server is changing is waited for, briefly.
@@ -173,13 +179,14 @@ fn pg_idgen_seq_sections(
     };
     // Its rows may be older than what holders served (a start, a failover): only they can say.
     let wait = store_state::wait(tables::extension_table_oid(STORE_STATE_TABLE), (own.seq_lease_ttl_ms + own.seq_lease_margin_ms) as i64);
-    let longest_ms = wait.longest_ms;
     let store = Store {
         holder,
         holder_start,
         ttl_ms,
         margin_ms,
-        longest_ms,
+        longest_ms: wait.longest_ms,
+        wait,
+        too_long,
         space: space.0,
         space_id,
         section_keys,
@@ -188,7 +195,7 @@ fn pg_idgen_seq_sections(
         leases,
     };
     let space_here = store.space_is_here();
-    let answers: Vec<_> = (0..n).map(|i| store.answer(sections[i], generations[i], raises[i], limits[i], &wait, space_here)).collect();
+    let answers: Vec<_> = (0..n).map(|i| store.answer(sections[i], generations[i], raises[i], limits[i], space_here)).collect();
     TableIterator::new(answers)
 }
 
@@ -198,8 +205,12 @@ struct Store<'a> {
     holder_start: &'a str,
     ttl_ms: i32,
     margin_ms: i32,
-    /// The longest lease and margin this authority gives (its own settings).
+    /// The longest lease and margin this authority gave (its own settings, or longer ones before).
     longest_ms: i64,
+    /// Its wait after a start or reset.
+    wait: Wait,
+    /// Why the caller's lease is refused: longer than the authority's.
+    too_long: Option<String>,
     space: &'a [u8],
     space_id: i32,
     section_keys: i32,
@@ -238,9 +249,10 @@ impl Store<'_> {
               WHERE l.space OPERATOR(pg_catalog.=) $1 AND l.section OPERATOR(pg_catalog.=) $2
                 FOR UPDATE";
         let row = self.run(LEASE, |sql| {
-            Spi::connect(|client| {
+            // Why update(): a row lock is a write; select() would run it read-only (no xid yet).
+            Spi::connect_mut(|client| {
                 let args = [tables::text_arg(self.space), section.into(), self.holder.into(), self.holder_start.into(), PROMISE_MS.into()];
-                let table = client.select(sql, Some(1), &args)?;
+                let table = client.update(sql, Some(1), &args)?;
                 if table.is_empty() {
                     return Ok((None, None, None)); // never leased (or its row went)
                 }
@@ -332,9 +344,9 @@ impl Store<'_> {
           WHERE p.id OPERATOR(pg_catalog.=) $1 AND p.space OPERATOR(pg_catalog.=) $2 AND p.section_keys OPERATOR(pg_catalog.=) $3
             FOR KEY SHARE";
         self.run(SPACE, |sql| {
-            Spi::connect(|client| {
+            Spi::connect_mut(|client| {
                 let args = [self.space_id.into(), tables::text_arg(self.space), self.section_keys.into()];
-                Ok(!client.select(sql, Some(1), &args)?.is_empty())
+                Ok(!client.update(sql, Some(1), &args)?.is_empty())
             })
         })
     }
@@ -346,13 +358,12 @@ impl Store<'_> {
         generation: i64,
         raise: i64,
         limit: i64,
-        wait: &Wait,
         space_here: bool,
     ) -> (i64, String, i64, Option<i64>, Option<i64>, Option<String>) {
         let answer = |outcome: &str, generation: i64, raised: Option<(i64, i64)>, held_by: Option<String>| {
             (section, outcome.to_string(), generation, raised.map(|r| r.0), raised.map(|r| r.1), held_by)
         };
-        let starting = wait.on;
+        let (wait, starting) = (&self.wait, self.wait.on);
         let lease = self.lease(section);
         // First, whatever the answer: a holder may have served up to its limit, and if this
         // authority went back (restored, failed over) its max_seq is below that. Raising it is
@@ -363,6 +374,13 @@ impl Store<'_> {
         if !space_here {
             // Dropped (or made anew with another id or size): no lease, no number of it.
             return answer("nospace", generation, None, None);
+        }
+        if let Some(message) = &self.too_long {
+            // Repaired, but no lease longer than the authority's: the holder stops serving it.
+            return match generation > 0 || raise == RELEASE {
+                true => answer("lost", generation, None, None),
+                false => answer("held", 0, None, Some(format!("(none: {message})"))),
+            };
         }
         if raise == RELEASE {
             return match lease {

@@ -42,12 +42,14 @@ pub fn wait(state: Option<pg_sys::Oid>, own_ms: i64) -> Wait {
     let found = read(state, database, own_ms).unwrap_or_else(|| {
         // Its record was lost (the row deleted): nothing says the rows are whole.
         run(state, RECORD_LOST, |sql| Spi::run_with_args(sql, &[database.into(), own_ms.into()]));
+        pgrx::log!("pg_idgen segment authority: its record of where its rows were written (seq_store_state) was lost; {WAITS}");
         read(state, database, own_ms).expect("the state row was just written")
     });
     if !found.same_place {
         let reset = run(state, RESET, |sql| {
-            Spi::connect(|client| {
-                let rows = client.select(sql, Some(1), &[database.into(), own_ms.into()])?;
+            // update(), not select(): select() runs read-only until the transaction has an xid.
+            Spi::connect_mut(|client| {
+                let rows = client.update(sql, Some(1), &[database.into(), own_ms.into()])?;
                 if rows.is_empty() {
                     return Ok(None); // another call recorded it first
                 }
@@ -55,10 +57,12 @@ pub fn wait(state: Option<pg_sys::Oid>, own_ms: i64) -> Wait {
             })
         });
         if let Some(why) = reset {
-            pgrx::log!("pg_idgen segment authority: {why}; it gives no section to a server that does not hold it for its longest lease and margin");
+            pgrx::log!("pg_idgen segment authority: {why}; {WAITS}");
         }
-    } else if found.longest_ms != own_ms && (found.longest_ms < own_ms || !found.wait.on) {
-        // Longer settings now, or the wait over in which longer leases given before ran out.
+    } else if found.longest_ms < own_ms || (found.longest_ms > own_ms && !found.wait.on && crate::shmem::is_attached()) {
+        // Longer settings now; or shorter ones, once the wait in which the longer leases given
+        // before ran out is over. Only where pg_idgen is preloaded: its settings then change only
+        // with a restart (a reset); elsewhere a reload could shorten them under leases given.
         run(state, LONGEST, |sql| Spi::run_with_args(sql, &[own_ms.into()]));
     } else {
         return found.wait;
@@ -74,6 +78,9 @@ fn start_wait(own_ms: i64) -> Wait {
     let (on, ends_at) = Spi::get_two_with_args::<bool, String>(START, &[own_ms.into()]).unwrap_or((Some(true), None));
     Wait { on: on.unwrap_or(true), longest_ms: own_ms, ends_at: ends_at.unwrap_or_default(), why: "its server started".into() }
 }
+
+/// What the log says the authority does after a reset.
+const WAITS: &str = "it gives no section to a server that does not hold it for the longest lease and margin it gave";
 
 /// The state row as a call finds it.
 struct Found {
@@ -93,7 +100,7 @@ fn read(state: pg_sys::Oid, database: pg_sys::Oid, own_ms: i64) -> Option<Found>
             pg_catalog.now() OPERATOR(pg_catalog.<) w.ends_at, w.ends_at::pg_catalog.text, s.why
        FROM ONLY {state} AS s,
             LATERAL (SELECT s.reset_at OPERATOR(pg_catalog.+) pg_catalog.make_interval(
-                            secs => pg_catalog.greatest(s.longest_ms, $2)::pg_catalog.float8 OPERATOR(pg_catalog./) 1000) AS ends_at) AS w";
+                            secs => GREATEST(s.longest_ms, $2)::pg_catalog.float8 OPERATOR(pg_catalog./) 1000) AS ends_at) AS w";
     run(state, READ, |sql| {
         Spi::connect(|client| {
             let rows = client.select(sql, Some(1), &[database.into(), own_ms.into()])?;
@@ -130,7 +137,7 @@ const RESET: &str = "WITH here AS (SELECT pg_catalog.substr(pg_catalog.pg_walfil
                        THEN 'its database is a copy of the one its rows were written in'
                        ELSE 'its server started (it may be a copy restored from a backup or a snapshot)' END,
             timeline = h.timeline, database_oid = h.database_oid, server_started = h.started,
-            longest_ms = pg_catalog.greatest(s.longest_ms, $2)
+            longest_ms = GREATEST(s.longest_ms, $2)
        FROM here AS h
       WHERE s.timeline OPERATOR(pg_catalog.<>) h.timeline OR s.database_oid OPERATOR(pg_catalog.<>) h.database_oid
             OR s.server_started OPERATOR(pg_catalog.<>) h.started
