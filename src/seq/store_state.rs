@@ -102,8 +102,10 @@ fn read(state: pg_sys::Oid, database: pg_sys::Oid, own_ms: i64) -> Option<Found>
             LATERAL (SELECT s.reset_at OPERATOR(pg_catalog.+) pg_catalog.make_interval(
                             secs => GREATEST(s.longest_ms, $2)::pg_catalog.float8 OPERATOR(pg_catalog./) 1000) AS ends_at) AS w";
     run(state, READ, |sql| {
-        Spi::connect(|client| {
-            let rows = client.select(sql, Some(1), &[database.into(), own_ms.into()])?;
+        // update(), not select(): select() would read with the calling statement's snapshot until
+        // the transaction has an xid, and miss a reset another call committed meanwhile.
+        Spi::connect_mut(|client| {
+            let rows = client.update(sql, Some(1), &[database.into(), own_ms.into()])?;
             if rows.is_empty() {
                 return Ok(None);
             }
