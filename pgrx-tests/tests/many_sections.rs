@@ -32,7 +32,12 @@ fn conninfo_as(cluster: &Cluster, user: &str) -> String {
 /// The authority: the spaces `orders` (step 50), `issues` (step 20) and `big` (step 1,000,000),
 /// all of 256 keys a section, and the role `idgen` the servers call it as, which may only call the two functions.
 fn authority(name: &str) -> Cluster {
-    let authority = started_cluster(name, &[TTL, MARGIN]);
+    authority_with(name, &[])
+}
+
+/// The same, with the settings `more` (after the tests' lease and margin: they win).
+fn authority_with(name: &str, more: &[&str]) -> Cluster {
+    let authority = started_cluster(name, &[&[TTL, MARGIN], more].concat());
     authority
         .connect()
         .batch_execute(
@@ -754,10 +759,10 @@ fn an_authority_set_back_is_repaired_by_the_live_holder() {
     eprintln!("the taker's first statement ended {:?} after the authority's restart", taker.done[0].back - restarted);
 }
 
-/// How long the promoted standby of the failover test waits after a reset: its lease and margin
-/// (longer than the servers', which it accepts).
-const STANDBY_MARGIN: &str = "pg_idgen.seq_lease_margin = '7s'";
-const STANDBY_WAIT_MS: u64 = TTL_MS + 7000;
+/// A longer margin at the authority (the servers' lease and margin stay shorter, which it
+/// accepts), and the wait after a reset it makes: the lease and that margin.
+const LONGER_MARGIN: &str = "pg_idgen.seq_lease_margin = '7s'";
+const LONGER_WAIT_MS: u64 = TTL_MS + 7000;
 
 /// Claim: an authority failed over to a standby that lagged, promoted long after its own start
 /// (so no start wait covers it), gives no section to another server for its lease and margin
@@ -776,7 +781,7 @@ const STANDBY_WAIT_MS: u64 = TTL_MS + 7000;
 fn an_authority_failed_over_to_a_lagging_standby_repeats_no_number() {
     let primary = authority("failover-authority");
     let standby = Cluster::standby_of("failover-standby", &primary);
-    standby.configure(&["shared_preload_libraries = 'pg_idgen'", TTL, STANDBY_MARGIN]);
+    standby.configure(&["shared_preload_libraries = 'pg_idgen'", TTL, LONGER_MARGIN]);
     standby.start();
     let both = format!(
         "host={},{} port={},{} dbname=postgres user=idgen target_session_attrs=read-write",
@@ -807,7 +812,7 @@ fn an_authority_failed_over_to_a_lagging_standby_repeats_no_number() {
     }
     let replayed_max: i64 = s.query_one("SELECT max_seq FROM seq_section WHERE space = 'orders' AND section = 0", &[]).unwrap().get(0);
     // Promoted long after its start: the authority's wait after a start is over.
-    let started_long_ago = format!("SELECT now() > pg_postmaster_start_time() + interval '{} ms'", 2 * STANDBY_WAIT_MS);
+    let started_long_ago = format!("SELECT now() > pg_postmaster_start_time() + interval '{} ms'", 2 * LONGER_WAIT_MS);
     while !s.query_one(&started_long_ago, &[]).unwrap().get::<_, bool>(0) {
         thread::sleep(Duration::from_millis(100));
     }
@@ -839,7 +844,7 @@ fn an_authority_failed_over_to_a_lagging_standby_repeats_no_number() {
     assert!(taker.errors.is_empty(), "the other server could not take key 7: {:?}\n{}", taker.errors, standby.log());
     let waited = taker.done[0].back - promoted;
     assert!(
-        waited >= Duration::from_millis(STANDBY_WAIT_MS - 200),
+        waited >= Duration::from_millis(LONGER_WAIT_MS - 200),
         "the other server's first statement ended {waited:?} after the promotion, within the standby's wait"
     );
     let taken = every_number(&[&servers[1]], &[&taker]);
@@ -865,6 +870,34 @@ fn an_authority_failed_over_to_a_lagging_standby_repeats_no_number() {
     eprintln!(
         "the standby had replayed up to {replayed_max}, the holder served up to {highest}; the taker's first statement ended {waited:?} after the promotion"
     );
+}
+
+/// Claim: an authority restarted with a shorter lease margin than it gave leases under (7 s, then
+/// 0.5 s) still waits the longer lease and margin after its start, since leases given before may
+/// run that long: a server's first call of a section it does not hold ends no sooner than 10 s
+/// (3 s + 7 s) after the restart, not 3.5 s; once that wait is over, the shorter one is recorded.
+#[test]
+fn an_authority_restarted_with_shorter_leases_waits_out_the_longer_ones() {
+    let authority = authority_with("shorter-authority", &[LONGER_MARGIN]);
+    let servers = servers("shorter-server", &authority, 1, "pg_idgen.segment_wait_timeout = '30s'");
+    let before = scripted(&servers[0], 1, vec![vec![7; 10]; 2]).join().unwrap();
+    assert!(before.errors.is_empty(), "numbers before the restart: {:?}", before.errors);
+    let longest = |authority: &Cluster| -> i64 { authority.connect().query_one("SELECT longest_ms FROM seq_store_state", &[]).unwrap().get(0) };
+    assert_eq!(longest(&authority), LONGER_WAIT_MS as i64, "the longest lease and margin recorded");
+
+    authority.stop();
+    authority.configure(&["shared_preload_libraries = 'pg_idgen'", TTL, MARGIN]);
+    authority.start();
+    let restarted = Instant::now();
+    // Key 300 is in section 1, which no server holds: a take.
+    let after = scripted(&servers[0], 2, vec![vec![300; 10]; 2]).join().unwrap();
+    assert!(after.errors.is_empty(), "numbers after the restart: {:?}", after.errors);
+    let waited = after.done[0].back - restarted;
+    assert!(waited >= Duration::from_millis(LONGER_WAIT_MS - 200), "the first take ended {waited:?} after the restart");
+    assert_eq!(longest(&authority), (TTL_MS + MARGIN_MS) as i64, "the shorter lease and margin recorded after the wait");
+    let all = every_number(&[&servers[0]], &[&before, &after]);
+    assert_no_repeat_and_increasing(&all, "before and after the restart");
+    eprintln!("the first take after the restart ended {waited:?} after it");
 }
 
 /// The process ids of a server: its postmaster and every child.
