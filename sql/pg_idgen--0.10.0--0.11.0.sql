@@ -23,3 +23,33 @@ INSERT INTO seq_store_state (timeline, database_oid, server_started, reset_at, l
       FROM pg_catalog.pg_database d WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database();
 COMMENT ON TABLE seq_store_state IS
     'At the segment authority: where its sections'' rows were written (timeline, database, server start), and its latest reset, after which it gives no section out for a lease and margin.';
+
+-- seq_status() (src/seq/status.rs) shows the sections leased from a segment authority too: this
+-- database's held sections and the server's sections taken, released, handed over, lost and
+-- refused. A function's columns cannot change in place: dropped and created again, with its
+-- comment and privileges as a fresh install has them.
+DROP FUNCTION seq_status();
+CREATE  FUNCTION "seq_status"() RETURNS TABLE (
+	"cache_sections" INT,  /* i32 */
+	"cached_sections" INT,  /* i32 */
+	"loading_sections" INT,  /* i32 */
+	"numbers_served" bigint,  /* i64 */
+	"loads" bigint,  /* i64 */
+	"raises" bigint,  /* i64 */
+	"evictions" bigint,  /* i64 */
+	"waits" bigint,  /* i64 */
+	"persisted_sections" bigint,  /* i64 */
+	"held_sections" INT,  /* i32 */
+	"sections_taken" bigint,  /* i64 */
+	"sections_released" bigint,  /* i64 */
+	"sections_handed_over" bigint,  /* i64 */
+	"sections_lost" bigint,  /* i64 */
+	"sections_refused" bigint  /* i64 */
+)
+STRICT VOLATILE PARALLEL SAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'seq_status_wrapper';
+COMMENT ON FUNCTION seq_status() IS
+    'Per-key sequences: sections the cache holds and this database has cached or loading, numbers served, loads, raises, evictions and waits since start, persisted sections; with a segment authority, sections held under a lease, and sections taken, released, handed over, lost and refused since start.';
+REVOKE EXECUTE ON FUNCTION seq_status() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION seq_status() TO pg_monitor;

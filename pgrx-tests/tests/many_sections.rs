@@ -1174,7 +1174,7 @@ fn a_tenant_moved_to_another_server_keeps_its_numbers_distinct_and_increasing() 
 
 /// Claim: a section is handed over on request. While a client of one server keeps calling a key,
 /// a call of the same key on another server asks the authority for its section, the holder hands
-/// it over at its next renewal (`seq_lease_status().handed_over`), and the asking call gets a
+/// it over at its next renewal (`seq_status()` and `seq_lease_status()` count it alike), and the asking call gets a
 /// number within its wait (5 s, with renewals every second), above every number the holder had
 /// handed out before the call was sent; no number repeats over both servers.
 #[test]
@@ -1193,8 +1193,16 @@ fn a_busy_holder_hands_a_section_over_when_another_server_asks() {
     assert!(number > before, "the asker's number {number} is not above the holder's {before}");
     stop.store(true, Ordering::Relaxed);
     let holder = holder.join().unwrap();
-    let handed_over: i64 = servers[0].connect().query_one("SELECT handed_over FROM seq_lease_status()", &[]).unwrap().get(0);
-    assert!(handed_over >= 1, "the holder reports no section handed over");
+    // seq_status() and seq_lease_status() count the same: the holder handed over, the asker took.
+    let counts = "SELECT s.sections_handed_over, l.handed_over, s.sections_taken, l.taken, s.held_sections, l.held_sections
+                    FROM seq_status() AS s, seq_lease_status() AS l";
+    let holder_counts = servers[0].connect().query_one(counts, &[]).unwrap();
+    let (handed_over, handed_over_too): (i64, i64) = (holder_counts.get(0), holder_counts.get(1));
+    assert!(handed_over >= 1 && handed_over == handed_over_too, "the holder reports {handed_over} / {handed_over_too} sections handed over");
+    let asker_counts = servers[1].connect().query_one(counts, &[]).unwrap();
+    let (taken, taken_too, held, held_too): (i64, i64, i32, i32) =
+        (asker_counts.get(2), asker_counts.get(3), asker_counts.get(4), asker_counts.get(5));
+    assert!(taken >= 1 && taken == taken_too && held == held_too, "the asker reports {taken} / {taken_too} taken, {held} / {held_too} held");
     let mut all = every_number(&[&servers[0]], &[&holder]);
     all.push(Taken { client: 2, stmt: 0, o: 1, key: 5, v: number });
     assert_no_repeat_and_increasing(&all, "a section handed over on request");

@@ -443,7 +443,7 @@ impl Serving for LeasedSections {
 }
 
 /// The database's sections held under a lease.
-fn held_sections(database: u32) -> usize {
+pub(super) fn held_sections(database: u32) -> usize {
     let _lock = CACHE.shared();
     let all = sections();
     databases::sections_of(database)
