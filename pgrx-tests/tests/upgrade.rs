@@ -121,7 +121,7 @@ impl Drop for Fixtures {
 /// Claim: a database that created pg_idgen 0.1.0 keeps working with the new library before it
 /// updates: `pg_idgen_status()` as 0.1.0 declared it (10 of today's columns) returns its row; a
 /// declaration naming a column the library does not return gets a clear error (55000, with the
-/// fix). After `ALTER EXTENSION pg_idgen UPDATE`, from 0.1.0, 0.2.0, 0.3.0, 0.4.0, 0.5.0, 0.6.0, 0.7.0, 0.8.0, 0.9.0 and 0.10.0 alike, the extension
+/// fix); 0.10.0's `seq_status()` (9 of today's columns) returns its row. After `ALTER EXTENSION pg_idgen UPDATE`, from 0.1.0, 0.2.0, 0.3.0, 0.4.0, 0.5.0, 0.6.0, 0.7.0, 0.8.0, 0.9.0 and 0.10.0 alike, the extension
 /// has the current version and exactly the objects of a fresh install — every function's
 /// declaration, privileges and comment, every type, operator, cast and operator class, the tag
 /// and registry tables' columns, constraints, indexes and triggers — and works. An `objectid_gen()` revoked from PUBLIC
@@ -171,6 +171,11 @@ fn released_versions_update_to_the_current_objects() {
             old.batch_execute("DROP FUNCTION future_status()").unwrap();
             let hint = error.as_db_error().and_then(|e| e.hint()).unwrap_or_default().to_string();
             assert!(hint.contains("ALTER EXTENSION pg_idgen UPDATE"), "hint: {hint}");
+        }
+        if version == "0.10.0" {
+            // seq_status() gained columns at its end: its 0.10.0 declaration still gets its nine.
+            let row = old.query_one("SELECT * FROM seq_status()", &[]).expect("0.10.0's seq_status() works");
+            assert_eq!((row.len(), row.get::<_, i32>("cache_sections")), (9, 1024), "0.10.0's nine columns of seq_status()");
         }
         old.batch_execute("ALTER EXTENSION pg_idgen UPDATE").unwrap();
         let updated: String = old.query_one("SELECT extversion FROM pg_extension WHERE extname = 'pg_idgen'", &[]).unwrap().get(0);
