@@ -32,7 +32,12 @@ fn conninfo_as(cluster: &Cluster, user: &str) -> String {
 /// The authority: the spaces `orders` (step 50), `issues` (step 20) and `big` (step 1,000,000),
 /// all of 256 keys a section, and the role `idgen` the servers call it as, which may only call the two functions.
 fn authority(name: &str) -> Cluster {
-    let authority = started_cluster(name, &[TTL, MARGIN]);
+    authority_with(name, &[])
+}
+
+/// The same, with the settings `more` (after the tests' lease and margin: they win).
+fn authority_with(name: &str, more: &[&str]) -> Cluster {
+    let authority = started_cluster(name, &[&[TTL, MARGIN], more].concat());
     authority
         .connect()
         .batch_execute(
@@ -56,7 +61,12 @@ fn servers(prefix: &str, authority: &Cluster, count: usize, wait: &str) -> Vec<C
 
 /// The same, with the settings `more` (a wait among them).
 fn servers_with(prefix: &str, authority: &Cluster, count: usize, more: &[&str]) -> Vec<Cluster> {
-    let settings = server_settings(authority, more);
+    servers_calling(prefix, &conninfo_as(authority, "idgen"), authority, count, more)
+}
+
+/// The same, calling the authority at `conninfo` (which may name its standby too).
+fn servers_calling(prefix: &str, conninfo: &str, authority: &Cluster, count: usize, more: &[&str]) -> Vec<Cluster> {
+    let settings = server_settings_calling(conninfo, more);
     let settings: Vec<&str> = settings.iter().map(String::as_str).collect();
     let servers = (0..count)
         .map(|i| {
@@ -71,7 +81,12 @@ fn servers_with(prefix: &str, authority: &Cluster, count: usize, more: &[&str]) 
 
 /// The settings of a server of `authority`, with `more`.
 fn server_settings(authority: &Cluster, more: &[&str]) -> Vec<String> {
-    let setting = format!("pg_idgen.segment_authority = '{}'", conninfo_as(authority, "idgen"));
+    server_settings_calling(&conninfo_as(authority, "idgen"), more)
+}
+
+/// The settings of a server calling the authority at `conninfo`, with `more`.
+fn server_settings_calling(conninfo: &str, more: &[&str]) -> Vec<String> {
+    let setting = format!("pg_idgen.segment_authority = '{conninfo}'");
     [&[setting.as_str(), "pg_idgen.seq_sections = authority", TTL, MARGIN, "pg_idgen.remote_timeout = '1s'"], more]
         .concat()
         .into_iter()
@@ -79,10 +94,11 @@ fn server_settings(authority: &Cluster, more: &[&str]) -> Vec<String> {
         .collect()
 }
 
-/// Waits until the authority's wait after its start is over.
+/// Waits until the authority's wait after its start (or after pg_idgen was installed there) is over.
 fn after_start_wait(authority: &Cluster) {
     let mut db = authority.connect();
-    let over = format!("SELECT now() > pg_postmaster_start_time() + interval '{} ms'", TTL_MS + MARGIN_MS);
+    let over =
+        format!("SELECT now() > GREATEST(pg_postmaster_start_time(), (SELECT reset_at FROM seq_store_state)) + interval '{} ms'", TTL_MS + MARGIN_MS);
     let deadline = Instant::now() + scaled(Duration::from_secs(30));
     while !db.query_one(&over, &[]).unwrap().get::<_, bool>(0) {
         assert!(Instant::now() < deadline, "the authority's start is not over after 30 s");
@@ -743,6 +759,147 @@ fn an_authority_set_back_is_repaired_by_the_live_holder() {
     eprintln!("the taker's first statement ended {:?} after the authority's restart", taker.done[0].back - restarted);
 }
 
+/// A longer margin at the authority (the servers' lease and margin stay shorter, which it
+/// accepts), and the wait after a reset it makes: the lease and that margin.
+const LONGER_MARGIN: &str = "pg_idgen.seq_lease_margin = '7s'";
+const LONGER_WAIT_MS: u64 = TTL_MS + 7000;
+
+/// Claim: an authority failed over to a standby that lagged, promoted long after its own start
+/// (so no start wait covers it), gives no section to another server for its lease and margin
+/// after it finds the new timeline, and the live holder, whose raises the lagging copy never saw,
+/// repairs the maxima in that time. The servers call the authority through a conninfo naming both
+/// hosts (`target_session_attrs = read-write`). A holder numbers key 7; the standby replays that
+/// much, then is cut from its primary (it lags from here); the holder numbers key 7 on, far past
+/// what the standby saw; its worker is frozen (SIGSTOP), the authority killed and the standby
+/// promoted; another server calls key 7 at once; the holder's worker is thawed once its lease has
+/// ended (its requests are then releases, which carry its limit; the first may fail on the
+/// connection to the dead authority and is sent again). The other server's first statement ends
+/// after the wait; every number it gets is above every number of the holder's; none repeats.
+/// (0.10.0 gave the other server the section at once, at the standby's older maximum: all 50 of
+/// its numbers were the holder's again.)
+#[test]
+fn an_authority_failed_over_to_a_lagging_standby_repeats_no_number() {
+    let primary = authority("failover-authority");
+    let standby = Cluster::standby_of("failover-standby", &primary);
+    standby.configure(&["shared_preload_libraries = 'pg_idgen'", TTL, LONGER_MARGIN]);
+    standby.start();
+    let both = format!(
+        "host={},{} port={},{} dbname=postgres user=idgen target_session_attrs=read-write",
+        primary.socket_dir(),
+        standby.socket_dir(),
+        primary.port,
+        standby.port
+    );
+    let servers = servers_calling("failover-server", &both, &primary, 2, &["pg_idgen.segment_wait_timeout = '30s'"]);
+    let first = scripted(&servers[0], 1, vec![vec![7; 10]; 10]).join().unwrap();
+    assert!(first.errors.is_empty(), "the holder's first numbers: {:?}", first.errors);
+
+    // The standby replays the holder's lease and maximum, then lags.
+    let mut s = standby.connect();
+    let replayed = "SELECT count(*) FROM seq_section_lease l JOIN seq_section m USING (space, section)
+                     WHERE l.space = 'orders' AND l.section = 0 AND m.max_seq >= 100";
+    let deadline = Instant::now() + scaled(Duration::from_secs(20));
+    while s.query_one(replayed, &[]).unwrap().get::<_, i64>(0) == 0 {
+        assert!(Instant::now() < deadline, "the standby did not replay the holder's section");
+        thread::sleep(Duration::from_millis(100));
+    }
+    s.batch_execute("ALTER SYSTEM SET primary_conninfo = ''").unwrap();
+    s.batch_execute("SELECT pg_reload_conf()").unwrap();
+    let deadline = Instant::now() + scaled(Duration::from_secs(20));
+    while s.query_one("SELECT count(*) FROM pg_stat_wal_receiver", &[]).unwrap().get::<_, i64>(0) > 0 {
+        assert!(Instant::now() < deadline, "the standby still receives WAL");
+        thread::sleep(Duration::from_millis(100));
+    }
+    let replayed_max: i64 = s.query_one("SELECT max_seq FROM seq_section WHERE space = 'orders' AND section = 0", &[]).unwrap().get(0);
+    // Promoted long after its start: the authority's wait after a start is over.
+    let started_long_ago = format!("SELECT now() > pg_postmaster_start_time() + interval '{} ms'", 2 * LONGER_WAIT_MS);
+    while !s.query_one(&started_long_ago, &[]).unwrap().get::<_, bool>(0) {
+        thread::sleep(Duration::from_millis(100));
+    }
+    drop(s);
+
+    // The holder numbers on (taking the section again if it gave it up meanwhile), and holds it
+    // when its worker is frozen right after.
+    let later = scripted(&servers[0], 2, vec![vec![7; 50]; 40]).join().unwrap();
+    assert!(later.errors.is_empty(), "the holder's later numbers: {:?}", later.errors);
+    let frozen = Stopped::processes(worker_pids(&servers[0]));
+    let frozen_at = Instant::now();
+    let held = every_number(&[&servers[0]], &[&first, &later]);
+    let highest = held.iter().map(|t| t.v).max().unwrap();
+    assert!(highest > replayed_max + 1000, "the holder numbered past the standby's maximum ({highest}, {replayed_max})");
+    primary.kill9();
+    standby.promote();
+    let promoted = Instant::now();
+    let taker = scripted(&servers[1], 3, vec![vec![7; 10]; 5]);
+    // Thawed once its lease ended (a renewal comes every third of it), and the reset is recorded.
+    let mut s = standby.connect();
+    let deadline = Instant::now() + scaled(Duration::from_secs(20));
+    while !s.query_one("SELECT why LIKE '%timeline%' FROM seq_store_state", &[]).unwrap().get::<_, bool>(0) {
+        assert!(Instant::now() < deadline, "the promoted standby recorded no reset: {}", standby.log());
+        thread::sleep(Duration::from_millis(50));
+    }
+    thread::sleep(Duration::from_millis(TTL_MS).saturating_sub(frozen_at.elapsed()));
+    drop(frozen);
+    let taker = taker.join().unwrap();
+    assert!(taker.errors.is_empty(), "the other server could not take key 7: {:?}\n{}", taker.errors, standby.log());
+    let waited = taker.done[0].back - promoted;
+    assert!(
+        waited >= Duration::from_millis(LONGER_WAIT_MS - 200),
+        "the other server's first statement ended {waited:?} after the promotion, within the standby's wait"
+    );
+    let taken = every_number(&[&servers[1]], &[&taker]);
+    assert_eq!(taken.len(), 50, "every number of the taker was kept");
+    if taken.iter().any(|t| t.v <= highest) {
+        // For the failure's story: what the holder and the promoted authority did.
+        let status = |cluster: &Cluster, query: &str| -> String {
+            let rows = cluster.connect().query(&format!("SELECT row_to_json(s)::text FROM {query} s"), &[]).unwrap();
+            rows.iter().map(|r| r.get::<_, String>(0)).collect::<Vec<_>>().join("\n")
+        };
+        eprintln!(
+            "the holder's log:\n{}\nthe promoted standby's log:\n{}\nthe holder's authority: {}\nits leases: {}\nthe standby's lease rows: {}",
+            servers[0].log(),
+            standby.log(),
+            status(&servers[0], "segment_authority_status()"),
+            status(&servers[0], "seq_lease_status()"),
+            status(&standby, "seq_section_lease"),
+        );
+    }
+    assert_above(&held, &taken, "the other server's numbers after the failover");
+    let all: Vec<Taken> = held.into_iter().chain(taken).collect();
+    assert_no_repeat_and_increasing(&all, "holder and taker around the failover");
+    eprintln!(
+        "the standby had replayed up to {replayed_max}, the holder served up to {highest}; the taker's first statement ended {waited:?} after the promotion"
+    );
+}
+
+/// Claim: an authority restarted with a shorter lease margin than it gave leases under (7 s, then
+/// 0.5 s) still waits the longer lease and margin after its start, since leases given before may
+/// run that long: a server's first call of a section it does not hold ends no sooner than 10 s
+/// (3 s + 7 s) after the restart, not 3.5 s; once that wait is over, the shorter one is recorded.
+#[test]
+fn an_authority_restarted_with_shorter_leases_waits_out_the_longer_ones() {
+    let authority = authority_with("shorter-authority", &[LONGER_MARGIN]);
+    let servers = servers("shorter-server", &authority, 1, "pg_idgen.segment_wait_timeout = '30s'");
+    let before = scripted(&servers[0], 1, vec![vec![7; 10]; 2]).join().unwrap();
+    assert!(before.errors.is_empty(), "numbers before the restart: {:?}", before.errors);
+    let longest = |authority: &Cluster| -> i64 { authority.connect().query_one("SELECT longest_ms FROM seq_store_state", &[]).unwrap().get(0) };
+    assert_eq!(longest(&authority), LONGER_WAIT_MS as i64, "the longest lease and margin recorded");
+
+    authority.stop();
+    authority.configure(&["shared_preload_libraries = 'pg_idgen'", TTL, MARGIN]);
+    authority.start();
+    let restarted = Instant::now();
+    // Key 300 is in section 1, which no server holds: a take.
+    let after = scripted(&servers[0], 2, vec![vec![300; 10]; 2]).join().unwrap();
+    assert!(after.errors.is_empty(), "numbers after the restart: {:?}", after.errors);
+    let waited = after.done[0].back - restarted;
+    assert!(waited >= Duration::from_millis(LONGER_WAIT_MS - 200), "the first take ended {waited:?} after the restart");
+    assert_eq!(longest(&authority), (TTL_MS + MARGIN_MS) as i64, "the shorter lease and margin recorded after the wait");
+    let all = every_number(&[&servers[0]], &[&before, &after]);
+    assert_no_repeat_and_increasing(&all, "before and after the restart");
+    eprintln!("the first take after the restart ended {waited:?} after it");
+}
+
 /// The process ids of a server: its postmaster and every child.
 fn server_pids(cluster: &Cluster) -> Vec<String> {
     let pid_file = std::fs::read_to_string(cluster.data_file("postmaster.pid")).unwrap();
@@ -1017,7 +1174,7 @@ fn a_tenant_moved_to_another_server_keeps_its_numbers_distinct_and_increasing() 
 
 /// Claim: a section is handed over on request. While a client of one server keeps calling a key,
 /// a call of the same key on another server asks the authority for its section, the holder hands
-/// it over at its next renewal (`seq_lease_status().handed_over`), and the asking call gets a
+/// it over at its next renewal (`seq_status()` and `seq_lease_status()` count it alike), and the asking call gets a
 /// number within its wait (5 s, with renewals every second), above every number the holder had
 /// handed out before the call was sent; no number repeats over both servers.
 #[test]
@@ -1036,8 +1193,16 @@ fn a_busy_holder_hands_a_section_over_when_another_server_asks() {
     assert!(number > before, "the asker's number {number} is not above the holder's {before}");
     stop.store(true, Ordering::Relaxed);
     let holder = holder.join().unwrap();
-    let handed_over: i64 = servers[0].connect().query_one("SELECT handed_over FROM seq_lease_status()", &[]).unwrap().get(0);
-    assert!(handed_over >= 1, "the holder reports no section handed over");
+    // seq_status() and seq_lease_status() count the same: the holder handed over, the asker took.
+    let counts = "SELECT s.sections_handed_over, l.handed_over, s.sections_taken, l.taken, s.held_sections, l.held_sections
+                    FROM seq_status() AS s, seq_lease_status() AS l";
+    let holder_counts = servers[0].connect().query_one(counts, &[]).unwrap();
+    let (handed_over, handed_over_too): (i64, i64) = (holder_counts.get(0), holder_counts.get(1));
+    assert!(handed_over >= 1 && handed_over == handed_over_too, "the holder reports {handed_over} / {handed_over_too} sections handed over");
+    let asker_counts = servers[1].connect().query_one(counts, &[]).unwrap();
+    let (taken, taken_too, held, held_too): (i64, i64, i32, i32) =
+        (asker_counts.get(2), asker_counts.get(3), asker_counts.get(4), asker_counts.get(5));
+    assert!(taken >= 1 && taken == taken_too && held == held_too, "the asker reports {taken} / {taken_too} taken, {held} / {held_too} held");
     let mut all = every_number(&[&servers[0]], &[&holder]);
     all.push(Taken { client: 2, stmt: 0, o: 1, key: 5, v: number });
     assert_no_repeat_and_increasing(&all, "a section handed over on request");

@@ -5,7 +5,7 @@ use std::process::Command;
 
 use pg_idgen_system_tests::{bin, sqlstate, Client, Cluster};
 
-const CURRENT: &str = "0.10.0";
+const CURRENT: &str = "0.11.0";
 
 /// Every object of the extension as one line of text, sorted: functions with their result,
 /// volatility, strictness, parallel safety, privileges, comment, body and settings; types, operators, casts,
@@ -121,7 +121,7 @@ impl Drop for Fixtures {
 /// Claim: a database that created pg_idgen 0.1.0 keeps working with the new library before it
 /// updates: `pg_idgen_status()` as 0.1.0 declared it (10 of today's columns) returns its row; a
 /// declaration naming a column the library does not return gets a clear error (55000, with the
-/// fix). After `ALTER EXTENSION pg_idgen UPDATE`, from 0.1.0, 0.2.0, 0.3.0, 0.4.0, 0.5.0, 0.6.0, 0.7.0, 0.8.0 and 0.9.0 alike, the extension
+/// fix); 0.10.0's `seq_status()` (9 of today's columns) returns its row. After `ALTER EXTENSION pg_idgen UPDATE`, from 0.1.0, 0.2.0, 0.3.0, 0.4.0, 0.5.0, 0.6.0, 0.7.0, 0.8.0, 0.9.0 and 0.10.0 alike, the extension
 /// has the current version and exactly the objects of a fresh install — every function's
 /// declaration, privileges and comment, every type, operator, cast and operator class, the tag
 /// and registry tables' columns, constraints, indexes and triggers — and works. An `objectid_gen()` revoked from PUBLIC
@@ -130,14 +130,24 @@ impl Drop for Fixtures {
 /// the updated database is restored into a fresh install.
 #[test]
 fn released_versions_update_to_the_current_objects() {
-    let _fixtures = Fixtures::install(&["0.1.0", "0.2.0", "0.3.0", "0.4.0", "0.5.0", "0.6.0", "0.7.0", "0.8.0", "0.9.0"]);
+    let _fixtures = Fixtures::install(&["0.1.0", "0.2.0", "0.3.0", "0.4.0", "0.5.0", "0.6.0", "0.7.0", "0.8.0", "0.9.0", "0.10.0"]);
     let cluster = Cluster::init("upgrade");
     cluster.configure(&["shared_preload_libraries = 'pg_idgen'", "pg_idgen.node_id = 18"]);
     cluster.start();
     let mut db = cluster.connect();
-    for database in
-        ["fresh", "from_0_1_0", "from_0_2_0", "from_0_3_0", "from_0_4_0", "from_0_5_0", "from_0_6_0", "from_0_7_0", "from_0_8_0", "from_0_9_0"]
-    {
+    for database in [
+        "fresh",
+        "from_0_1_0",
+        "from_0_2_0",
+        "from_0_3_0",
+        "from_0_4_0",
+        "from_0_5_0",
+        "from_0_6_0",
+        "from_0_7_0",
+        "from_0_8_0",
+        "from_0_9_0",
+        "from_0_10_0",
+    ] {
         db.batch_execute(&format!("CREATE DATABASE {database}")).unwrap();
     }
     let mut fresh = cluster.connect_to("fresh");
@@ -145,7 +155,7 @@ fn released_versions_update_to_the_current_objects() {
     let expected = extension_catalog(&mut fresh);
     assert!(expected.iter().any(|line| line.starts_with("trigger CREATE TRIGGER segment_tag_changed")), "{expected:#?}");
 
-    for version in ["0.1.0", "0.2.0", "0.3.0", "0.4.0", "0.5.0", "0.6.0", "0.7.0", "0.8.0", "0.9.0"] {
+    for version in ["0.1.0", "0.2.0", "0.3.0", "0.4.0", "0.5.0", "0.6.0", "0.7.0", "0.8.0", "0.9.0", "0.10.0"] {
         let mut old = cluster.connect_to(&format!("from_{}", version.replace('.', "_")));
         old.batch_execute(&format!("CREATE EXTENSION pg_idgen VERSION '{version}'")).unwrap();
         if version == "0.1.0" {
@@ -161,6 +171,11 @@ fn released_versions_update_to_the_current_objects() {
             old.batch_execute("DROP FUNCTION future_status()").unwrap();
             let hint = error.as_db_error().and_then(|e| e.hint()).unwrap_or_default().to_string();
             assert!(hint.contains("ALTER EXTENSION pg_idgen UPDATE"), "hint: {hint}");
+        }
+        if version == "0.10.0" {
+            // seq_status() gained columns at its end: its 0.10.0 declaration still gets its nine.
+            let row = old.query_one("SELECT * FROM seq_status()", &[]).expect("0.10.0's seq_status() works");
+            assert_eq!((row.len(), row.get::<_, i32>("cache_sections")), (9, 1024), "0.10.0's nine columns of seq_status()");
         }
         old.batch_execute("ALTER EXTENSION pg_idgen UPDATE").unwrap();
         let updated: String = old.query_one("SELECT extversion FROM pg_extension WHERE extname = 'pg_idgen'", &[]).unwrap().get(0);

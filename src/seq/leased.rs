@@ -136,7 +136,15 @@ pub struct LeasedSections {
     /// The request of this database's calls this worker last copied the spaces for (None: a copy
     /// is due, the authority said a space is not as copied here).
     copied_for: Option<u64>,
+    /// Releases of sections retired here that the authority has not answered (it could not be
+    /// reached): sent again at each renewal until answered. Why: each carries the section's limit,
+    /// which repairs an authority that went back (failed over to a standby that lagged) before it
+    /// gives the section to another server.
+    unanswered: Vec<(SpaceOf, Request)>,
 }
+
+/// A space as the authority knows it: name, id and keys a section.
+type SpaceOf = (Vec<u8>, u32, u32);
 
 impl LeasedSections {
     pub fn new(conninfo: &str) -> LeasedSections {
@@ -156,6 +164,20 @@ impl LeasedSections {
             // Why not None: a worker copies when a call asks, not at its start (a server that
             // takes only segment ranges from the authority must not call it for spaces).
             copied_for: Some(0),
+            unanswered: Vec::new(),
+        }
+    }
+
+    /// Sends releases the authority did not answer before, one call per space; keeps those it
+    /// still does not answer.
+    fn send_unanswered_releases(&mut self, mut unanswered: Vec<(SpaceOf, Request)>) {
+        unanswered.sort_by(|a, b| (&a.0, a.1.section).cmp(&(&b.0, b.1.section)));
+        for group in unanswered.chunk_by(|a, b| a.0 == b.0).flat_map(|group| group.chunks(RENEWALS_PER_CALL)) {
+            let (space, space_id, section_keys) = &group[0].0;
+            let requests: Vec<Request> = group.iter().map(|(_, request)| *request).collect();
+            if self.call(space, *space_id, *section_keys, &requests).is_err() {
+                self.unanswered.extend_from_slice(group);
+            }
         }
     }
 
@@ -202,6 +224,9 @@ impl LeasedSections {
     /// the authority. Why the counters, not the use clock: a call that finds its section in its
     /// backend's map of sections does not record its use.
     fn renew(&mut self, database: pg_sys::Oid) {
+        // Sent after the renewals: a release of an older generation must not end a lease the
+        // renewal would keep (an authority that went back may show the older one).
+        let unanswered = std::mem::take(&mut self.unanswered);
         let now_ms = clock::monotonic_millis();
         let mut held = Vec::new();
         let mut seen = std::collections::HashMap::new();
@@ -249,7 +274,11 @@ impl LeasedSections {
             let sent_ms = clock::monotonic_millis();
             let requests: Vec<Request> = group.iter().map(|(_, _, _, r)| *r).collect();
             let Ok(answers) = self.call(space, *space_id, *section_keys, &requests) else {
-                continue; // the leases run on until their deadline; the next round tries again
+                // The leases run on until their deadline; the next round tries again. The sections
+                // retired here are not seen again: their releases are kept.
+                let space: &SpaceOf = &group[0].0;
+                self.unanswered.extend(requests.iter().filter(|r| r.raise == RELEASE).map(|r| (space.clone(), *r)));
+                continue;
             };
             let mut handed_over = Vec::new();
             let lock = CACHE.exclusive();
@@ -285,10 +314,14 @@ impl LeasedSections {
                 }
             }
             drop(lock);
-            if !handed_over.is_empty() && self.call(space, *space_id, *section_keys, &handed_over).is_ok() {
-                LEASES.get().handed_over.fetch_add(handed_over.len() as u64, Ordering::Relaxed);
+            if !handed_over.is_empty() {
+                match self.call(space, *space_id, *section_keys, &handed_over) {
+                    Ok(_) => _ = LEASES.get().handed_over.fetch_add(handed_over.len() as u64, Ordering::Relaxed),
+                    Err(_) => self.unanswered.extend(handed_over.into_iter().map(|r| (group[0].0.clone(), r))),
+                }
             }
         }
+        self.send_unanswered_releases(unanswered);
         worker::notify_published();
     }
 }
@@ -410,7 +443,7 @@ impl Serving for LeasedSections {
 }
 
 /// The database's sections held under a lease.
-fn held_sections(database: u32) -> usize {
+pub(super) fn held_sections(database: u32) -> usize {
     let _lock = CACHE.shared();
     let all = sections();
     databases::sections_of(database)

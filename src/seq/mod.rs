@@ -113,6 +113,7 @@ mod service;
 mod spaces;
 mod status;
 mod store;
+mod store_state;
 mod text_key;
 mod wanted;
 

@@ -18,6 +18,7 @@ pub const SPACE_TABLE: &CStr = c"seq_space";
 pub const SECTION_TABLE: &CStr = c"seq_section";
 /// At the segment authority, which server serves each section now (`store`).
 pub const LEASE_TABLE: &CStr = c"seq_section_lease";
+pub const STORE_STATE_TABLE: &CStr = c"seq_store_state";
 /// Each keyed space's secret (`text_key`): a table of its own, which nobody is granted.
 pub const SECRET_TABLE: &CStr = c"seq_space_secret";
 /// The tables whose rows the cache holds: dropping one retires the database's sections.

@@ -61,6 +61,28 @@ CREATE TABLE seq_section_lease (
 COMMENT ON TABLE seq_section_lease IS
     'At the segment authority: the server that serves each section of per-key sequences, until when, and its lease''s generation (fencing token).';
 
+-- At the segment authority (src/seq/store_state.rs): where the rows of seq_section and
+-- seq_section_lease were written. A server start, a new WAL timeline (a standby promoted) or
+-- another database (a copy) counts as a reset: the authority then gives no section to a server
+-- that does not hold it for the longest lease and margin it gave, so that live holders repair the
+-- maxima first. So does CREATE EXTENSION (pg_restore --clean brings older rows back). Not in
+-- pg_dump: a restored copy must not describe where it was restored.
+CREATE TABLE seq_store_state (
+    only_row       boolean PRIMARY KEY DEFAULT true CHECK (only_row),
+    timeline       text NOT NULL,        -- the WAL timeline the rows were written on
+    database_oid   oid NOT NULL,         -- the database they were written in
+    server_started timestamptz NOT NULL, -- pg_postmaster_start_time() of the server that wrote them
+    reset_at       timestamptz NOT NULL, -- when the latest reset began: the wait runs from here
+    longest_ms     bigint NOT NULL,      -- the longest lease and margin given since (ms)
+    why            text NOT NULL         -- what the latest reset was
+);
+INSERT INTO seq_store_state (timeline, database_oid, server_started, reset_at, longest_ms, why)
+    SELECT pg_catalog.substr(pg_catalog.pg_walfile_name(pg_catalog.pg_current_wal_lsn()), 1, 8), d.oid,
+           pg_catalog.pg_postmaster_start_time(), pg_catalog.clock_timestamp(), 0, 'pg_idgen was installed (it may be a restore of a dump)'
+      FROM pg_catalog.pg_database d WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database();
+COMMENT ON TABLE seq_store_state IS
+    'At the segment authority: where its sections'' rows were written (timeline, database, server start), and its latest reset, after which it gives no section out for a lease and margin.';
+
 COMMENT ON TABLE seq_space IS
     'Per-key sequence spaces: step is how far the worker raises a section at least; section_keys how many neighbouring keys share a section.';
 COMMENT ON TABLE seq_section IS

@@ -1,4 +1,5 @@
-//! `seq_status()`: the section cache and the section table at a glance.
+//! `seq_status()`: the section cache, the section table and the sections leased from a segment
+//! authority at a glance.
 
 use std::sync::atomic::Ordering;
 
@@ -6,14 +7,18 @@ use pgrx::pg_sys;
 use pgrx::prelude::*;
 
 use super::cache::{header, sections, CACHE};
+use super::lease_state::LEASES;
 use super::spaces::SECTION_TABLE;
-use super::{databases, served};
+use super::{databases, leased, served};
 use crate::shmem;
 use crate::tables;
 
 #[pg_extern(volatile, parallel_safe)]
-/// One row: the cache's size, this database's cached sections, the server's counters, and this
-/// database's persisted sections.
+/// One row: the cache's size, this database's cached sections, the server's counters, this
+/// database's persisted sections, and with a segment authority (`pg_idgen.seq_sections =
+/// authority`) this database's sections held under a lease and the server's sections taken,
+/// released, handed over, lost and refused (0 without one). The lease columns come last: a
+/// declaration from before them (0.10.0's SQL, until ALTER EXTENSION … UPDATE) gets its columns.
 // Why allowed: pgrx takes the columns' names from the `name!` in the signature.
 #[allow(clippy::type_complexity)]
 fn seq_status() -> TableIterator<
@@ -28,6 +33,12 @@ fn seq_status() -> TableIterator<
         name!(evictions, i64),
         name!(waits, i64),
         name!(persisted_sections, i64),
+        name!(held_sections, i32),
+        name!(sections_taken, i64),
+        name!(sections_released, i64),
+        name!(sections_handed_over, i64),
+        name!(sections_lost, i64),
+        name!(sections_refused, i64),
     ),
 > {
     shmem::require_preloaded();
@@ -41,6 +52,7 @@ fn seq_status() -> TableIterator<
     };
     let served = served::total();
     let counter = |c: &std::sync::atomic::AtomicU64| c.load(Ordering::Relaxed) as i64;
+    let leases = LEASES.get();
     TableIterator::new(vec![(
         sections().len() as i32,
         cached as i32,
@@ -51,6 +63,12 @@ fn seq_status() -> TableIterator<
         counter(&header.evictions),
         counter(&header.waits),
         persisted_sections(),
+        leased::held_sections(database) as i32,
+        counter(&leases.taken),
+        counter(&leases.released),
+        counter(&leases.handed_over),
+        counter(&leases.lost),
+        counter(&leases.refused),
     )])
 }
 
@@ -79,7 +97,7 @@ fn persisted_sections() -> i64 {
 pgrx::extension_sql!(
     r#"
 COMMENT ON FUNCTION seq_status() IS
-    'Per-key sequences: sections the cache holds and this database has cached or loading, numbers served, loads, raises, evictions and waits since start, persisted sections.';
+    'Per-key sequences: sections the cache holds and this database has cached or loading, numbers served, loads, raises, evictions and waits since start, persisted sections; with a segment authority, sections held under a lease, and sections taken, released, handed over, lost and refused since start.';
 REVOKE EXECUTE ON FUNCTION seq_status() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION seq_status() TO pg_monitor;
 "#,

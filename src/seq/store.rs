@@ -14,22 +14,24 @@
 //! - A section held by a live server goes to another only once the lease ended and its margin
 //!   passed on the authority's clock; the holder stops serving at its own deadline, the lease's
 //!   length after it sent the renewal, earlier (the order of numbers across servers).
-//! - The authority may go back (restored from a copy): its rows are then older than what holders
-//!   served. Every request of a holder carries its limit of the section (renewals, raises and
-//!   releases alike, answered or refused), and `max_seq` is raised to it first (a live holder
-//!   repairs what went back); for the lease and margin after its server's start (as its own
-//!   settings say) the authority gives no section to a server that does not hold it, so that live
-//!   holders are heard first. Not covered (docs/many-servers.md): a section whose holder died (or
-//!   restarted) before such a request, a failover to a standby that lagged (no start: no wait), and
-//!   a wall clock stepped forward during the wait.
+//! - The authority may go back (restored from a copy, failed over to a standby that lagged): its
+//!   rows are then older than what holders served. Every request of a holder carries its limit of
+//!   the section (renewals, raises and releases alike, answered or refused), and `max_seq` is
+//!   raised to it first (a live holder repairs what went back); after its server's start, a new
+//!   WAL timeline or a copy of its database (`store_state`), for the longest lease and margin it
+//!   gave, the authority gives no section to a server that does not hold it, so that live holders
+//!   are heard first. Not covered (docs/many-servers.md): a section whose holder died (or
+//!   restarted, or was cut off for the whole wait) before such a request, and a wall clock stepped
+//!   forward during the wait.
 
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 
 use super::raise::{raise_row, Need, Outcome};
-use super::spaces::{LEASE_TABLE, SECRET_TABLE, SECTION_TABLE, SPACE, SPACE_TABLE};
+use super::spaces::{LEASE_TABLE, SECRET_TABLE, SECTION_TABLE, SPACE, SPACE_TABLE, STORE_STATE_TABLE};
+use super::store_state::{self, Wait};
 use crate::tables::{self, TextBytes, TextOut};
-use crate::{authority_call, errors, settings, worker};
+use crate::{authority_call, errors, settings};
 
 /// What a request for one section asks (`raises[i]`): a raise of at least this many numbers (0:
 /// the space's step), with the section taken first if `generations[i]` is 0; or only a renewal, or
@@ -147,18 +149,24 @@ fn pg_idgen_seq_sections(
         );
     }
     let own = &settings::config().segments;
-    if ttl_ms < 0 || margin_ms < 0 || ttl_ms as u64 > own.seq_lease_ttl_ms || margin_ms as u64 > own.seq_lease_margin_ms {
-        // Why refused: the wait after the authority's start is its own lease and margin, and must
-        // cover every lease it gave.
-        errors::raise(
-            PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
-            format!("a section lease of {ttl_ms} ms with a margin of {margin_ms} ms is longer than the authority's"),
-            Some(format!(
-                "The authority's pg_idgen.seq_lease_ttl is {} ms and pg_idgen.seq_lease_margin {} ms.",
-                own.seq_lease_ttl_ms, own.seq_lease_margin_ms
-            )),
-            Some("Set pg_idgen.seq_lease_ttl and pg_idgen.seq_lease_margin on the authority at least as long as on every server."),
-        );
+    // Why refused: the wait after the authority's start or reset is the longest lease and margin
+    // it gave, and must cover every lease.
+    let too_long = (ttl_ms < 0 || margin_ms < 0 || ttl_ms as u64 > own.seq_lease_ttl_ms || margin_ms as u64 > own.seq_lease_margin_ms)
+        .then(|| format!("a section lease of {ttl_ms} ms with a margin of {margin_ms} ms is longer than the authority's"));
+    if let Some(message) = &too_long {
+        // A holder's requests are still heard for their limits (below): a standby promoted with
+        // shorter settings is repaired all the same. A call that only takes is refused.
+        if generations.iter().zip(&raises).all(|(&generation, &raise)| generation <= 0 && raise != RELEASE) {
+            errors::raise(
+                PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+                message.clone(),
+                Some(format!(
+                    "The authority's pg_idgen.seq_lease_ttl is {} ms and pg_idgen.seq_lease_margin {} ms.",
+                    own.seq_lease_ttl_ms, own.seq_lease_margin_ms
+                )),
+                Some("Set pg_idgen.seq_lease_ttl and pg_idgen.seq_lease_margin on the authority at least as long as on every server."),
+            );
+        }
     }
     // Durable before it is answered, whatever the session (or a pooler between) says; a lease row
     // another server is changing is waited for, briefly.
@@ -169,13 +177,16 @@ fn pg_idgen_seq_sections(
     else {
         errors::raise(PgSqlErrorCode::ERRCODE_UNDEFINED_TABLE, "pg_idgen's sequence tables do not exist at the authority".into(), None, None)
     };
-    let longest_ms = (own.seq_lease_ttl_ms + own.seq_lease_margin_ms) as i64;
+    // Its rows may be older than what holders served (a start, a failover): only they can say.
+    let wait = store_state::wait(tables::extension_table_oid(STORE_STATE_TABLE), (own.seq_lease_ttl_ms + own.seq_lease_margin_ms) as i64);
     let store = Store {
         holder,
         holder_start,
         ttl_ms,
         margin_ms,
-        longest_ms,
+        longest_ms: wait.longest_ms,
+        wait,
+        too_long,
         space: space.0,
         space_id,
         section_keys,
@@ -183,9 +194,8 @@ fn pg_idgen_seq_sections(
         sections: section_table,
         leases,
     };
-    let starting = store.in_start_wait();
     let space_here = store.space_is_here();
-    let answers: Vec<_> = (0..n).map(|i| store.answer(sections[i], generations[i], raises[i], limits[i], starting, space_here)).collect();
+    let answers: Vec<_> = (0..n).map(|i| store.answer(sections[i], generations[i], raises[i], limits[i], space_here)).collect();
     TableIterator::new(answers)
 }
 
@@ -195,8 +205,12 @@ struct Store<'a> {
     holder_start: &'a str,
     ttl_ms: i32,
     margin_ms: i32,
-    /// The longest lease and margin this authority gives (its own settings).
+    /// The longest lease and margin this authority gave (its own settings, or longer ones before).
     longest_ms: i64,
+    /// Its wait after a start or reset.
+    wait: Wait,
+    /// Why the caller's lease is refused: longer than the authority's.
+    too_long: Option<String>,
     space: &'a [u8],
     space_id: i32,
     section_keys: i32,
@@ -206,27 +220,9 @@ struct Store<'a> {
 }
 
 impl Store<'_> {
-    /// Runs a statement on the tables, as the authority's allocation does (`Run::Allocation`).
+    /// Runs a statement on the tables.
     fn run<T>(&self, statement: &str, run: impl FnOnce(&str) -> Result<T, pgrx::spi::SpiError>) -> T {
-        let tables = [("{leases}", self.leases), ("{sections}", self.sections), ("{spaces}", self.spaces)];
-        match tables::run_on_tables(&tables, tables::Run::Allocation, statement, |sql| worker::as_allocation(|| run(sql))) {
-            Ok(Ok(value)) => value,
-            Ok(Err(error)) => errors::raise(PgSqlErrorCode::ERRCODE_INTERNAL_ERROR, error.to_string(), None, None),
-            Err(message) => errors::raise(PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE, message, None, None),
-        }
-    }
-
-    /// Whether the authority's server started less than `longest_ms` ago: its rows may be older
-    /// than what holders served (it may be a restored copy), and only they can say.
-    fn in_start_wait(&self) -> bool {
-        Spi::get_one_with_args::<bool>(
-            "SELECT pg_catalog.now() OPERATOR(pg_catalog.<) (pg_catalog.pg_postmaster_start_time()
-                    OPERATOR(pg_catalog.+) pg_catalog.make_interval(secs => $1::pg_catalog.float8 OPERATOR(pg_catalog./) 1000))",
-            &[self.longest_ms.into()],
-        )
-        .ok()
-        .flatten()
-        .unwrap_or(true)
+        store_state::run_at_authority(&[("{leases}", self.leases), ("{sections}", self.sections), ("{spaces}", self.spaces)], statement, run)
     }
 
     /// The section's lease, locked until the end of the call (also a section never leased: two
@@ -253,9 +249,10 @@ impl Store<'_> {
               WHERE l.space OPERATOR(pg_catalog.=) $1 AND l.section OPERATOR(pg_catalog.=) $2
                 FOR UPDATE";
         let row = self.run(LEASE, |sql| {
-            Spi::connect(|client| {
+            // Why update(): a row lock is a write; select() would run it read-only (no xid yet).
+            Spi::connect_mut(|client| {
                 let args = [tables::text_arg(self.space), section.into(), self.holder.into(), self.holder_start.into(), PROMISE_MS.into()];
-                let table = client.select(sql, Some(1), &args)?;
+                let table = client.update(sql, Some(1), &args)?;
                 if table.is_empty() {
                     return Ok((None, None, None)); // never leased (or its row went)
                 }
@@ -347,9 +344,9 @@ impl Store<'_> {
           WHERE p.id OPERATOR(pg_catalog.=) $1 AND p.space OPERATOR(pg_catalog.=) $2 AND p.section_keys OPERATOR(pg_catalog.=) $3
             FOR KEY SHARE";
         self.run(SPACE, |sql| {
-            Spi::connect(|client| {
+            Spi::connect_mut(|client| {
                 let args = [self.space_id.into(), tables::text_arg(self.space), self.section_keys.into()];
-                Ok(!client.select(sql, Some(1), &args)?.is_empty())
+                Ok(!client.update(sql, Some(1), &args)?.is_empty())
             })
         })
     }
@@ -361,12 +358,12 @@ impl Store<'_> {
         generation: i64,
         raise: i64,
         limit: i64,
-        starting: bool,
         space_here: bool,
     ) -> (i64, String, i64, Option<i64>, Option<i64>, Option<String>) {
         let answer = |outcome: &str, generation: i64, raised: Option<(i64, i64)>, held_by: Option<String>| {
             (section, outcome.to_string(), generation, raised.map(|r| r.0), raised.map(|r| r.1), held_by)
         };
+        let (wait, starting) = (&self.wait, self.wait.on);
         let lease = self.lease(section);
         // First, whatever the answer: a holder may have served up to its limit, and if this
         // authority went back (restored, failed over) its max_seq is below that. Raising it is
@@ -377,6 +374,13 @@ impl Store<'_> {
         if !space_here {
             // Dropped (or made anew with another id or size): no lease, no number of it.
             return answer("nospace", generation, None, None);
+        }
+        if let Some(message) = &self.too_long {
+            // Repaired, but no lease longer than the authority's: the holder stops serving it.
+            return match generation > 0 || raise == RELEASE {
+                true => answer("lost", generation, None, None),
+                false => answer("held", 0, None, Some(format!("(none: {message})"))),
+            };
         }
         if raise == RELEASE {
             return match lease {
@@ -424,7 +428,10 @@ impl Store<'_> {
             // A row that may be older than the truth: its holder may still be serving (also a row
             // that names the caller: its cache may no longer hold the section, which another server
             // may have taken and served since the copy this authority was restored from).
-            _ if starting => return answer("held", 0, None, Some("(none: the authority waits a lease and margin after its start)".into())),
+            _ if starting => {
+                let why = format!("(none: the authority gives no section out until {}: {})", wait.ends_at, wait.why);
+                return answer("held", 0, None, Some(why));
+            }
             // A section served before, whose lease row is gone (deleted, the table emptied): its
             // holder may still be serving it. A stand-in lease keeps it for the longest lease and
             // margin; the holder's next renewal finds it lost.

@@ -190,9 +190,10 @@ UPDATE seq_section SET max_seq = 2147483647 WHERE space = 'edge' AND section = 1
 INSERT INTO small_numbers (k) VALUES (300);
 DROP TABLE small_numbers;
 
--- The cache at a glance (granted to pg_monitor).
+-- The cache at a glance (granted to pg_monitor); no section is leased without a segment authority.
 SELECT cache_sections, cached_sections > 0 AS has_cached, numbers_served >= 5000 AS served, loads > 0 AS loaded,
-       raises > 0 AS raised, evictions, persisted_sections >= 6 AS persisted
+       raises > 0 AS raised, evictions, persisted_sections >= 6 AS persisted, held_sections,
+       sections_taken + sections_released + sections_handed_over + sections_lost + sections_refused AS lease_moves
   FROM seq_status();
 
 -- Privileges: numbers need EXECUTE, which PUBLIC does not have (each new section is a row the
