@@ -436,8 +436,9 @@ impl Serving for LeasedSections {
         }
         let mut served = raise::serve_from(self, database, until);
         // The worker of another database stays while it holds leases: they are renewed, and given
-        // up when idle, rather than left to run out under their calls.
-        served.wanted |= held_sections(database.to_u32()) > 0;
+        // up when idle, rather than left to run out under their calls; and while releases wait for
+        // an answer: their limits repair an authority that went back.
+        served.wanted |= held_sections(database.to_u32()) > 0 || !self.unanswered.is_empty();
         served
     }
 }

@@ -65,8 +65,8 @@ COMMENT ON TABLE seq_section_lease IS
 -- seq_section_lease were written. A server start, a new WAL timeline (a standby promoted) or
 -- another database (a copy) counts as a reset: the authority then gives no section to a server
 -- that does not hold it for the longest lease and margin it gave, so that live holders repair the
--- maxima first. So does CREATE EXTENSION (pg_restore --clean brings older rows back). Not in
--- pg_dump: a restored copy must not describe where it was restored.
+-- maxima first. So does CREATE EXTENSION. Not in pg_dump: a restored copy must not describe
+-- where it was restored (a restore with servers running is not covered: docs/many-servers.md).
 CREATE TABLE seq_store_state (
     only_row       boolean PRIMARY KEY DEFAULT true CHECK (only_row),
     timeline       text NOT NULL,        -- the WAL timeline the rows were written on

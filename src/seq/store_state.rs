@@ -43,7 +43,7 @@ pub fn wait(state: Option<pg_sys::Oid>, own_ms: i64) -> Wait {
         // Its record was lost (the row deleted): nothing says the rows are whole.
         run(state, RECORD_LOST, |sql| Spi::run_with_args(sql, &[database.into(), own_ms.into()]));
         pgrx::log!("pg_idgen segment authority: its record of where its rows were written (seq_store_state) was lost; {WAITS}");
-        read(state, database, own_ms).expect("the state row was just written")
+        read(state, database, own_ms).unwrap_or_else(|| gone())
     });
     if !found.same_place {
         let reset = run(state, RESET, |sql| {
@@ -59,15 +59,28 @@ pub fn wait(state: Option<pg_sys::Oid>, own_ms: i64) -> Wait {
         if let Some(why) = reset {
             pgrx::log!("pg_idgen segment authority: {why}; {WAITS}");
         }
-    } else if found.longest_ms < own_ms || (found.longest_ms > own_ms && !found.wait.on && crate::shmem::is_attached()) {
-        // Longer settings now; or shorter ones, once the wait in which the longer leases given
-        // before ran out is over. Only where pg_idgen is preloaded: its settings then change only
-        // with a restart (a reset); elsewhere a reload could shorten them under leases given.
-        run(state, LONGEST, |sql| Spi::run_with_args(sql, &[own_ms.into()]));
+    } else if found.longest_ms < own_ms {
+        // Longer settings now.
+        run(state, RAISE_LONGEST, |sql| Spi::run_with_args(sql, &[own_ms.into()]));
+    } else if found.longest_ms > own_ms && !found.wait.on && crate::shmem::is_attached() {
+        // Shorter ones, once the wait in which the longer leases given before ran out is over.
+        // Only where pg_idgen is preloaded: its settings then change only with a restart (a
+        // reset); elsewhere a reload could shorten them under leases given.
+        run(state, LOWER_LONGEST, |sql| Spi::run_with_args(sql, &[own_ms.into()]));
     } else {
         return found.wait;
     }
-    read(state, database, own_ms).expect("the state row exists").wait
+    read(state, database, own_ms).unwrap_or_else(|| gone()).wait
+}
+
+/// Raised when the state row went under the call (deleted meanwhile): the next call records it.
+fn gone() -> ! {
+    errors::raise(
+        PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+        "the segment authority's record of where its rows were written (seq_store_state) was deleted during the call".into(),
+        None,
+        None,
+    )
 }
 
 /// The wait after the server's start, by its own settings.
@@ -151,8 +164,10 @@ const RECORD_LOST: &str = "INSERT INTO {state} (timeline, database_oid, server_s
              pg_catalog.clock_timestamp(), $2, 'its record of where its rows were written was lost')
      ON CONFLICT (only_row) DO NOTHING";
 
-/// Records the authority's own lease and margin as the longest it gives.
-const LONGEST: &str = "UPDATE ONLY {state} SET longest_ms = $1";
+/// Records the authority's own lease and margin as the longest it gives: raised (never lowered by
+/// a call that read an older row), or lowered after a wait.
+const RAISE_LONGEST: &str = "UPDATE ONLY {state} SET longest_ms = GREATEST(longest_ms, $1)";
+const LOWER_LONGEST: &str = "UPDATE ONLY {state} SET longest_ms = $1 WHERE longest_ms OPERATOR(pg_catalog.>) $1";
 
 /// Runs a statement on the state table.
 fn run<T>(state: pg_sys::Oid, statement: &str, run: impl FnOnce(&str) -> Result<T, pgrx::spi::SpiError>) -> T {
