@@ -99,9 +99,15 @@ fn after_start_wait(authority: &Cluster) {
     let mut db = authority.connect();
     let over =
         format!("SELECT now() > GREATEST(pg_postmaster_start_time(), (SELECT reset_at FROM seq_store_state)) + interval '{} ms'", TTL_MS + MARGIN_MS);
-    let deadline = Instant::now() + scaled(Duration::from_secs(30));
-    while !db.query_one(&over, &[]).unwrap().get::<_, bool>(0) {
-        assert!(Instant::now() < deadline, "the authority's start is not over after 30 s");
+    wait_until(&mut db, &over, 30, || "the authority's start is not over after 30 s".into());
+}
+
+/// Polls `query` on `db` every 100 ms until it returns true; fails after `seconds` (scaled) with
+/// what `failure` says.
+fn wait_until(db: &mut Client, query: &str, seconds: u64, failure: impl Fn() -> String) {
+    let deadline = Instant::now() + scaled(Duration::from_secs(seconds));
+    while !db.query_one(query, &[]).unwrap().get::<_, bool>(0) {
+        assert!(Instant::now() < deadline, "{}", failure());
         thread::sleep(Duration::from_millis(100));
     }
 }
@@ -474,13 +480,8 @@ fn a_killed_holders_keys_go_on_above_its_numbers() {
     let keys: Vec<i64> = [vec![5; 20], (256..356).collect(), (0..100).map(|j| j * 3 * SECTION_KEYS + 17).collect()].concat();
     let stop = Arc::new(AtomicBool::new(false));
     let clients: Vec<_> = (0..3).map(|c| looping(&servers[0], "orders", c, keys.clone(), stop.clone())).collect();
-    let deadline = Instant::now() + scaled(Duration::from_secs(30));
-    let mut loaded = servers[0].connect();
-    while !loaded.query_one("SELECT count(DISTINCT client) = 3 AND count(*) > 5000 FROM got", &[]).unwrap().get::<_, bool>(0) {
-        assert!(Instant::now() < deadline, "the clients of the holder made no progress");
-        thread::sleep(Duration::from_millis(100));
-    }
-    drop(loaded);
+    let progress = "SELECT count(DISTINCT client) = 3 AND count(*) > 5000 FROM got";
+    wait_until(&mut servers[0].connect(), progress, 30, || "the clients of the holder made no progress".into());
     // Before: kill9 returns only once the backends are gone.
     let killed_at = Instant::now();
     servers[0].kill9();
@@ -512,12 +513,7 @@ fn a_killed_holders_keys_go_on_above_its_numbers() {
 
 /// Waits until a server's `got` holds `rows` rows.
 fn wait_for_rows(cluster: &Cluster, rows: i64, who: &str) {
-    let mut db = cluster.connect();
-    let deadline = Instant::now() + scaled(Duration::from_secs(30));
-    while db.query_one("SELECT count(*) FROM got", &[]).unwrap().get::<_, i64>(0) < rows {
-        assert!(Instant::now() < deadline, "{who} stored no {rows} numbers in 30 s");
-        thread::sleep(Duration::from_millis(100));
-    }
+    wait_until(&mut cluster.connect(), &format!("SELECT count(*) >= {rows} FROM got"), 30, || format!("{who} stored no {rows} numbers in 30 s"));
 }
 
 /// The pids of a server's pg_idgen workers.
@@ -814,26 +810,16 @@ fn an_authority_failed_over_to_a_lagging_standby_repeats_no_number() {
 
     // The standby replays the holder's lease and maximum, then lags.
     let mut s = standby.connect();
-    let replayed = "SELECT count(*) FROM seq_section_lease l JOIN seq_section m USING (space, section)
+    let replayed = "SELECT count(*) > 0 FROM seq_section_lease l JOIN seq_section m USING (space, section)
                      WHERE l.space = 'orders' AND l.section = 0 AND m.max_seq >= 100";
-    let deadline = Instant::now() + scaled(Duration::from_secs(20));
-    while s.query_one(replayed, &[]).unwrap().get::<_, i64>(0) == 0 {
-        assert!(Instant::now() < deadline, "the standby did not replay the holder's section");
-        thread::sleep(Duration::from_millis(100));
-    }
+    wait_until(&mut s, replayed, 20, || "the standby did not replay the holder's section".into());
     s.batch_execute("ALTER SYSTEM SET primary_conninfo = ''").unwrap();
     s.batch_execute("SELECT pg_reload_conf()").unwrap();
-    let deadline = Instant::now() + scaled(Duration::from_secs(20));
-    while s.query_one("SELECT count(*) FROM pg_stat_wal_receiver", &[]).unwrap().get::<_, i64>(0) > 0 {
-        assert!(Instant::now() < deadline, "the standby still receives WAL");
-        thread::sleep(Duration::from_millis(100));
-    }
+    wait_until(&mut s, "SELECT count(*) = 0 FROM pg_stat_wal_receiver", 20, || "the standby still receives WAL".into());
     let replayed_max: i64 = s.query_one("SELECT max_seq FROM seq_section WHERE space = 'orders' AND section = 0", &[]).unwrap().get(0);
     // Promoted long after its start: the authority's wait after a start is over.
     let started_long_ago = format!("SELECT now() > pg_postmaster_start_time() + interval '{} ms'", 2 * LONGER_WAIT_MS);
-    while !s.query_one(&started_long_ago, &[]).unwrap().get::<_, bool>(0) {
-        thread::sleep(Duration::from_millis(100));
-    }
+    wait_until(&mut s, &started_long_ago, 60, || "the standby's start is not long ago after 60 s".into());
     drop(s);
 
     // The holder numbers on (taking the section again if it gave it up meanwhile), and holds it
@@ -851,11 +837,8 @@ fn an_authority_failed_over_to_a_lagging_standby_repeats_no_number() {
     let taker = scripted_on(servers[1].connect_to("app"), 3, vec![vec![7; 10]; 5]);
     // Thawed once its lease ended (a renewal comes every third of it), and the reset is recorded.
     let mut s = standby.connect();
-    let deadline = Instant::now() + scaled(Duration::from_secs(20));
-    while !s.query_one("SELECT why LIKE '%timeline%' FROM seq_store_state", &[]).unwrap().get::<_, bool>(0) {
-        assert!(Instant::now() < deadline, "the promoted standby recorded no reset: {}", standby.log());
-        thread::sleep(Duration::from_millis(50));
-    }
+    let reset = "SELECT why LIKE '%timeline%' FROM seq_store_state";
+    wait_until(&mut s, reset, 20, || format!("the promoted standby recorded no reset: {}", standby.log()));
     thread::sleep(Duration::from_millis(TTL_MS).saturating_sub(frozen_at.elapsed()));
     drop(frozen);
     let taker = taker.join().unwrap();

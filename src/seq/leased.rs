@@ -53,18 +53,23 @@ fn seq_lease_status() -> TableIterator<
     crate::shmem::require_preloaded();
     // SAFETY: this backend's database.
     let database = unsafe { pg_sys::MyDatabaseId }.to_u32();
-    let held = held_sections(database);
+    let (held, taken, released, handed_over, lost, refused) = lease_counts(database);
+    TableIterator::new(vec![(leased(), held, taken, released, handed_over, lost, refused)])
+}
+
+/// What `seq_lease_status()` and `seq_status()` show of the leases: the database's sections held
+/// under a lease, and the server's sections taken, released, handed over, lost and refused.
+pub(super) fn lease_counts(database: u32) -> (i32, i64, i64, i64, i64, i64) {
     let leases = LEASES.get();
     let counter = |c: &AtomicU64| c.load(Ordering::Relaxed) as i64;
-    TableIterator::new(vec![(
-        leased(),
-        held as i32,
+    (
+        held_sections(database) as i32,
         counter(&leases.taken),
         counter(&leases.released),
         counter(&leases.handed_over),
         counter(&leases.lost),
         counter(&leases.refused),
-    )])
+    )
 }
 
 pgrx::extension_sql!(
@@ -168,11 +173,9 @@ impl LeasedSections {
         }
     }
 
-    /// Sends releases the authority did not answer before, one call per space; keeps those it
-    /// still does not answer.
+    /// Sends releases the authority did not answer before; keeps those it still does not answer.
     fn send_unanswered_releases(&mut self, mut unanswered: Vec<(SpaceOf, Request)>) {
-        unanswered.sort_by(|a, b| (&a.0, a.1.section).cmp(&(&b.0, b.1.section)));
-        for group in unanswered.chunk_by(|a, b| a.0 == b.0).flat_map(|group| group.chunks(RENEWALS_PER_CALL)) {
+        for group in calls_of(&mut unanswered, |(space, request)| (space, request.section)) {
             let (space, space_id, section_keys) = &group[0].0;
             let requests: Vec<Request> = group.iter().map(|(_, request)| *request).collect();
             if self.call(space, *space_id, *section_keys, &requests).is_err() {
@@ -265,11 +268,7 @@ impl LeasedSections {
             }
         }
         self.seen = seen;
-        // By section within a space: two servers' calls lock the sections' rows in one order.
-        held.sort_by(|a, b| (&a.0, a.3.section).cmp(&(&b.0, b.3.section)));
-        // Why chunks: one statement must end well inside its timeout, and the authority takes at
-        // most 10,000 sections a call.
-        for group in held.chunk_by(|a, b| a.0 == b.0).flat_map(|group| group.chunks(RENEWALS_PER_CALL)) {
+        for group in calls_of(&mut held, |(space, _, _, request)| (space, request.section)) {
             let ((space, space_id, section_keys), ..) = &group[0];
             let sent_ms = clock::monotonic_millis();
             let requests: Vec<Request> = group.iter().map(|(_, _, _, r)| *r).collect();
@@ -324,6 +323,14 @@ impl LeasedSections {
         self.send_unanswered_releases(unanswered);
         worker::notify_published();
     }
+}
+
+/// Renewals and releases as calls to the authority: sorted by section within a space (two servers'
+/// calls lock the sections' rows in one order), one space and at most `RENEWALS_PER_CALL` a call
+/// (one statement must end well inside its timeout; the authority takes at most 10,000 a call).
+fn calls_of<T>(requests: &mut [T], key: impl Fn(&T) -> (&SpaceOf, i64)) -> impl Iterator<Item = &[T]> {
+    requests.sort_by(|a, b| key(a).cmp(&key(b)));
+    requests.chunk_by(move |a, b| key(a).0 == key(b).0).flat_map(|group| group.chunks(RENEWALS_PER_CALL))
 }
 
 /// Reads one row of `pg_idgen_seq_sections()` for `request`.
@@ -444,7 +451,7 @@ impl Serving for LeasedSections {
 }
 
 /// The database's sections held under a lease.
-pub(super) fn held_sections(database: u32) -> usize {
+fn held_sections(database: u32) -> usize {
     let _lock = CACHE.shared();
     let all = sections();
     databases::sections_of(database)

@@ -7,7 +7,6 @@ use pgrx::pg_sys;
 use pgrx::prelude::*;
 
 use super::cache::{header, sections, CACHE};
-use super::lease_state::LEASES;
 use super::spaces::SECTION_TABLE;
 use super::{databases, leased, served};
 use crate::shmem;
@@ -52,7 +51,7 @@ fn seq_status() -> TableIterator<
     };
     let served = served::total();
     let counter = |c: &std::sync::atomic::AtomicU64| c.load(Ordering::Relaxed) as i64;
-    let leases = LEASES.get();
+    let (held, taken, released, handed_over, lost, refused) = leased::lease_counts(database);
     TableIterator::new(vec![(
         sections().len() as i32,
         cached as i32,
@@ -63,12 +62,12 @@ fn seq_status() -> TableIterator<
         counter(&header.evictions),
         counter(&header.waits),
         persisted_sections(),
-        leased::held_sections(database) as i32,
-        counter(&leases.taken),
-        counter(&leases.released),
-        counter(&leases.handed_over),
-        counter(&leases.lost),
-        counter(&leases.refused),
+        held,
+        taken,
+        released,
+        handed_over,
+        lost,
+        refused,
     )])
 }
 
